@@ -1,0 +1,21 @@
+# Warning and sanitizer flags, applied per target through spmd_target_options() so that projects
+# embedding spmd never inherit them.
+function(spmd_target_options target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+                                           -Wno-missing-field-initializers)
+  if(SPMD_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# Sanitizers must cover every object in the process, so they are global in a sanitizer build.
+if(SPMD_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(SPMD_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+elseif(NOT SPMD_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "SPMD_SANITIZE must be '', 'thread' or 'address', got '${SPMD_SANITIZE}'")
+endif()

@@ -1,0 +1,121 @@
+// File: spmd/dtype.h
+//
+// Element types of spmd arrays and JAX's type-promotion rules.
+//
+// spmd follows JAX with x64 disabled for its defaults (`arange` gives int32, float literals give
+// float32) but keeps int64/float64 as explicit dtypes. Promotion follows JAX's lattice:
+//
+//   bool -> {uint32, int32} -> int64 -> {bfloat16, float16} -> float32 -> float64
+//
+// where the join of two unrelated nodes is the next common node (uint32+int32 -> int64,
+// bfloat16+float16 -> float32). A Python-style "weak" scalar (a C++ literal in `x + 2`) takes the
+// array's dtype unless the kinds differ (an int array plus 2.5 gives float32).
+//
+// Example:
+//   spmd::promote_types(spmd::DType::kInt32, spmd::DType::kFloat16);  // kFloat16
+//   spmd::float16 h(1.5f);  float back = static_cast<float>(h);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spmd {
+
+enum class DType { kBool, kInt32, kInt64, kUInt32, kFloat16, kBFloat16, kFloat32, kFloat64 };
+
+// Array shapes: one extent per dimension, row-major.
+using Shape = std::vector<int64_t>;
+
+// IEEE binary16, stored as its bit pattern. Conversions round to nearest even.
+struct float16 {
+  uint16_t bits = 0;
+  float16() = default;
+  explicit float16(float f);
+  explicit operator float() const;
+  static float16 from_bits(uint16_t b) {
+    float16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+// bfloat16 (the top half of a float32), stored as its bit pattern. Conversions round to nearest
+// even, as XLA does.
+struct bfloat16 {
+  uint16_t bits = 0;
+  bfloat16() = default;
+  explicit bfloat16(float f);
+  explicit operator float() const;
+  static bfloat16 from_bits(uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+// Bytes per element.
+int64_t itemsize(DType dt);
+// JAX's name: "bool", "int32", "int64", "uint32", "float16", "bfloat16", "float32", "float64".
+std::string_view dtype_name(DType dt);
+// JAX's short form used in shapes such as f32[4,2]: "bool", "i32", "i64", "u32", "f16", "bf16",
+// "f32", "f64".
+std::string_view dtype_short_name(DType dt);
+// "f32[4,2]", the form JAX error messages use for an array type.
+std::string type_string(DType dt, const Shape& shape);
+
+bool is_floating(DType dt);
+bool is_integer(DType dt);  // int32, int64, uint32 (not bool)
+
+// The dtype of a binary operation between arrays of dtypes a and b.
+DType promote_types(DType a, DType b);
+
+// The dtype of `x op scalar` where the scalar is weakly typed: `scalar_is_float` tells whether the
+// C++ literal was floating point.
+DType promote_with_scalar(DType array_dtype, bool scalar_is_float);
+
+// The C++ element type that stores each dtype, and the dtype of each C++ type.
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::kBool;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::kInt32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::kInt64;
+};
+template <>
+struct dtype_of<uint32_t> {
+  static constexpr DType value = DType::kUInt32;
+};
+template <>
+struct dtype_of<float16> {
+  static constexpr DType value = DType::kFloat16;
+};
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr DType value = DType::kBFloat16;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::kFloat32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::kFloat64;
+};
+template <class T>
+inline constexpr DType dtype_of_v = dtype_of<T>::value;
+
+// Number of elements of a shape (1 for a scalar).
+int64_t shape_size(const Shape& shape);
+// "[4, 2]"-free compact form "4,2" used inside type strings; "(4, 2)" Python tuple form.
+std::string shape_tuple_string(const Shape& shape);
+
+}  // namespace spmd

@@ -1,0 +1,340 @@
+// Array storage, host transfer and shard assembly (spmd/array.h, array_impl.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ostream>
+#include <set>
+
+#include "array_impl.h"
+#include "exec/call_context.h"
+#include "layout.h"
+#include "spmd/errors.h"
+#include "spmd/ops.h"
+
+namespace spmd {
+namespace internal {
+
+const ArrayImpl& ArrayAccess::impl(const Array& a) {
+  if (!a.impl_) {
+    throw ValueError("use of an invalid (default-constructed) spmd::Array");
+  }
+  if (a.impl_->deleted.load(std::memory_order_acquire)) {
+    throw ValueError(fmt::format(
+        "Array {} has been deleted: it was donated to a pmap call (donate_argnums), which may "
+        "reuse its memory. Use the call's result instead, or remove the argument from "
+        "donate_argnums.",
+        type_string(a.impl_->dtype, a.impl_->shape)));
+  }
+  return *a.impl_;
+}
+
+Array ArrayAccess::wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma) {
+  Array a;
+  a.impl_ = std::move(impl);
+  a.vma_ = vma;
+  return a;
+}
+
+Device default_device() { return Device{0, Platform::kCpu, 0}; }
+
+Device current_device() {
+  DeviceContext* ctx = current_device_context();
+  return ctx != nullptr ? ctx->device : default_device();
+}
+
+Index full_index(const Shape& shape) {
+  Index index(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) index[d] = {0, shape[d]};
+  return index;
+}
+
+Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset) {
+  Device device = buffer->device();
+  std::vector<ShardData> shards{ShardData{device, full_index(shape), shape, std::move(buffer),
+                                          offset}};
+  return ArrayAccess::wrap(std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(device),
+                                                       std::move(shards)));
+}
+
+Array empty_array(DType dtype, const Shape& shape, const Device& device) {
+  auto buffer = std::make_shared<Buffer>(device, shape_size(shape) * itemsize(dtype));
+  return array_from_buffer(dtype, shape, std::move(buffer), 0);
+}
+
+Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding,
+                         std::vector<ShardData> shards) {
+  return ArrayAccess::wrap(std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(sharding),
+                                                       std::move(shards)));
+}
+
+const ShardData& single_shard(const Array& a) {
+  const ArrayImpl& impl = ArrayAccess::impl(a);
+  if (impl.shards.size() != 1) {
+    throw RuntimeError("internal error: expected a single-device array, got " +
+                       impl.sharding.str());
+  }
+  return impl.shards[0];
+}
+
+bool is_local(const Array& a, const Device& reader) {
+  const ArrayImpl& impl = ArrayAccess::impl(a);
+  return impl.shards.size() == 1 &&
+         backend_for(impl.shards[0].device).can_alias(impl.shards[0].device, reader);
+}
+
+const Kernels& kernels() { return backend_for(current_device()).kernels(); }
+
+ConstView const_view(const Array& a) {
+  const ShardData& s = single_shard(a);
+  return ConstView{static_cast<const char*>(s.buffer->data()) + s.offset,
+                   ArrayAccess::impl(a).dtype, s.shape, dense_strides(s.shape)};
+}
+
+MutView mut_view(const Array& a) {
+  const ShardData& s = single_shard(a);
+  return MutView{static_cast<char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
+                 s.shape, dense_strides(s.shape)};
+}
+
+ConstView broadcast_view(const Array& a, const Shape& shape) {
+  ConstView v = const_view(a);
+  size_t lead = shape.size() - v.shape.size();
+  Strides strides(shape.size(), 0);
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    strides[lead + d] = v.shape[d] == shape[lead + d] ? v.strides[d] : 0;
+  }
+  v.shape = shape;
+  v.strides = std::move(strides);
+  return v;
+}
+
+Array read_region(const Array& a, const Index& region, const Device& device) {
+  const ArrayImpl& impl = ArrayAccess::impl(a);
+  Shape shape(region.size());
+  for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
+  Array out = empty_array(impl.dtype, shape, device);
+  MutView dst_all = mut_view(out);
+  const Kernels& k = backend_for(device).kernels();
+  // Replicated shards hold equal index ranges; like JAX, read the first device of each range.
+  std::set<Index> done;
+  for (const ShardData& s : impl.shards) {
+    if (!done.insert(s.index).second) continue;
+    Index overlap(region.size());
+    bool empty = false;
+    for (size_t d = 0; d < region.size(); ++d) {
+      overlap[d] = {std::max(region[d].first, s.index[d].first),
+                    std::min(region[d].second, s.index[d].second)};
+      empty = empty || overlap[d].first >= overlap[d].second;
+    }
+    if (empty && shape_size(shape) > 0) continue;
+    ConstView src{static_cast<const char*>(s.buffer->data()) + s.offset, impl.dtype, {},
+                  dense_strides(s.shape)};
+    MutView dst = dst_all;
+    dst.shape.clear();
+    const int64_t item = itemsize(impl.dtype);
+    for (size_t d = 0; d < region.size(); ++d) {
+      int64_t len = std::max<int64_t>(0, overlap[d].second - overlap[d].first);
+      src.data = static_cast<const char*>(src.data) +
+                 (overlap[d].first - s.index[d].first) * src.strides[d] * item;
+      dst.data = static_cast<char*>(dst.data) +
+                 (overlap[d].first - region[d].first) * dst.strides[d] * item;
+      src.shape.push_back(len);
+      dst.shape.push_back(len);
+    }
+    k.copy(src, dst);
+  }
+  return out;
+}
+
+Array local(const Array& a) {
+  Device device = current_device();
+  if (is_local(a, device)) return a;
+  const ArrayImpl& impl = ArrayAccess::impl(a);
+  return with_vma(read_region(a, full_index(impl.shape), device), vma_of(a));
+}
+
+// True when `region` of a dense array of `shape` is one contiguous run of memory.
+static bool contiguous_region(const Shape& shape, const Index& region) {
+  size_t d = 0;
+  while (d < shape.size() && region[d].second - region[d].first == 1) ++d;
+  for (size_t e = d + 1; e < shape.size(); ++e) {
+    if (region[e].first != 0 || region[e].second != shape[e]) return false;
+  }
+  return true;
+}
+
+static size_t region_offset(const Shape& shape, const Index& region, DType dtype) {
+  size_t offset = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    offset = offset * shape[d] + region[d].first;
+  }
+  return offset * itemsize(dtype);
+}
+
+// The block of `arg` for the device at mesh position `rank`, sharing memory where possible.
+Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, int64_t rank,
+                 const Device& device) {
+  const ArrayImpl& impl = ArrayAccess::impl(arg);
+  const Sharding& sharding = impl.sharding;
+  Index region = block_index(mesh, spec, impl.shape, rank);
+  if (sharding.is_named() && sharding.named().mesh() == mesh) {
+    const ShardData& s = impl.shards[rank];
+    if (s.index == region && backend_for(s.device).can_alias(s.device, device)) {
+      return array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset);
+    }
+  }
+  if (impl.shards.size() == 1 && contiguous_region(impl.shape, region)) {
+    const ShardData& s = impl.shards[0];
+    if (backend_for(s.device).can_alias(s.device, device)) {
+      Shape shape(region.size());
+      for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
+      return array_from_buffer(impl.dtype, std::move(shape), s.buffer,
+                               s.offset + region_offset(impl.shape, region, impl.dtype));
+    }
+  }
+  return read_region(arg, region, device);
+}
+
+void delete_array(const Array& a) {
+  ArrayAccess::impl(a);  // an already deleted array is an error
+  ArrayAccess::ptr(a)->deleted.store(true, std::memory_order_release);
+}
+
+Array make_host_array(DType dtype, const void* data, Shape shape, size_t count) {
+  for (int64_t extent : shape) {
+    if (extent < 0) {
+      throw ValueError(fmt::format("negative dimension in shape {}", shape_tuple_string(shape)));
+    }
+  }
+  if (static_cast<int64_t>(count) != shape_size(shape)) {
+    throw ValueError(fmt::format(
+        "Array::from_vector got {} values for shape {}, which holds {} elements", count,
+        shape_tuple_string(shape), shape_size(shape)));
+  }
+  Device device = current_device();
+  Array out = empty_array(dtype, shape, device);
+  backend_for(device).from_host(device, data, mut_view(out).data, count * itemsize(dtype));
+  return out;
+}
+
+void read_host(const Array& a, DType as, void* out) {
+  Array dense = local(a.dtype() == as ? a : astype(a, as));
+  ConstView v = const_view(dense);
+  backend_for(single_shard(dense).device)
+      .to_host(single_shard(dense).device, v.data, out, shape_size(v.shape) * itemsize(as));
+}
+
+void check_single_element(const Array& a, const char* what) {
+  if (a.size() != 1) {
+    throw ValueError(fmt::format("{} needs an array with exactly one element, got {}", what,
+                                 type_string(a.dtype(), a.shape())));
+  }
+}
+
+}  // namespace internal
+
+using internal::ArrayAccess;
+
+Array::Array() = default;
+
+DType Array::dtype() const { return ArrayAccess::impl(*this).dtype; }
+const Shape& Array::shape() const { return ArrayAccess::impl(*this).shape; }
+int Array::ndim() const { return static_cast<int>(shape().size()); }
+int64_t Array::size() const { return shape_size(shape()); }
+const Sharding& Array::sharding() const { return ArrayAccess::impl(*this).sharding; }
+bool Array::is_deleted() const { return impl_ && impl_->deleted.load(std::memory_order_acquire); }
+
+Array Array::reshape(Shape new_shape) const { return spmd::reshape(*this, std::move(new_shape)); }
+Array Array::transpose(std::vector<int> perm) const {
+  return spmd::transpose(*this, std::move(perm));
+}
+Array Array::astype(DType dtype) const { return spmd::astype(*this, dtype); }
+Array Array::operator[](int64_t i) const { return spmd::take(*this, i, 0); }
+
+std::vector<Shard> Array::addressable_shards() const {
+  const internal::ArrayImpl& impl = ArrayAccess::impl(*this);
+  std::vector<Shard> out;
+  for (const internal::ShardData& s : impl.shards) {
+    out.push_back(Shard{s.device, s.index,
+                        internal::array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset)});
+  }
+  return out;
+}
+
+namespace {
+
+// Every element as text: ints exactly, floats in shortest round-trip form with NumPy's trailing
+// dot for integral values, bools as True/False.
+std::vector<std::string> format_elements(const Array& a) {
+  std::vector<std::string> items;
+  switch (a.dtype()) {
+    case DType::kBool:
+      for (bool b : a.to_vector<bool>()) items.push_back(b ? "True" : "False");
+      return items;
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUInt32:
+      for (int64_t v : a.to_vector<int64_t>()) items.push_back(std::to_string(v));
+      return items;
+    case DType::kFloat64:
+      for (double v : a.to_vector<double>()) items.push_back(fmt::format("{}", v));
+      break;
+    default:
+      for (float v : a.to_vector<float>()) items.push_back(fmt::format("{}", v));
+      break;
+  }
+  for (std::string& item : items) {
+    if (item.find_first_of(".en") == std::string::npos) item += ".";
+  }
+  return items;
+}
+
+}  // namespace
+
+std::string Array::str() const {
+  const Shape& s = shape();
+  std::vector<std::string> items = format_elements(*this);
+  if (s.empty()) return items[0];
+  // Nested brackets, one row of the last dimension per line (NumPy's layout without alignment).
+  std::string out(s.size(), '[');
+  if (items.empty()) return out + std::string(s.size(), ']');
+  std::vector<int64_t> counter(s.size(), 0);
+  size_t pos = 0;
+  for (;;) {
+    out += items[pos++];
+    int d = static_cast<int>(s.size()) - 1;
+    while (d >= 0 && ++counter[d] == s[d]) counter[d--] = 0;
+    if (d < 0) break;
+    int closed = static_cast<int>(s.size()) - 1 - d;
+    out.append(closed, ']');
+    out += closed == 0 ? ", " : "," + std::string(closed, '\n') + std::string(d + 1, ' ');
+    out.append(closed, '[');
+  }
+  return out + std::string(s.size(), ']');
+}
+
+std::ostream& operator<<(std::ostream& os, const Array& a) { return os << a.str(); }
+
+Array device_put(const Array& x, const NamedSharding& sharding) {
+  Shape global = x.shape();
+  Shape block = sharding.shard_shape(global);  // validates rank and divisibility
+  const Mesh& mesh = sharding.mesh();
+  std::vector<internal::ShardData> shards;
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    const Device& device = mesh.devices()[r];
+    Array b = internal::make_block(mesh, x, sharding.spec(), r, device);
+    const internal::ShardData& s = internal::single_shard(b);
+    shards.push_back(internal::ShardData{device, internal::block_index(mesh, sharding.spec(),
+                                                                       global, r),
+                                         block, s.buffer, s.offset});
+  }
+  return internal::make_sharded_array(x.dtype(), global, sharding, std::move(shards));
+}
+
+Array device_put(const Array& x, const Device& device) {
+  if (internal::is_local(x, device) && internal::single_shard(x).device == device) return x;
+  return internal::read_region(x, internal::full_index(x.shape()), device);
+}
+
+}  // namespace spmd

@@ -1,0 +1,100 @@
+// Internal: what an Array is made of, and the helpers the ops layer, shard_map and the
+// collectives use to create arrays and hand their memory to kernels.
+//
+// An ArrayImpl is immutable after construction (only `deleted` changes, on donation). A shard is
+// a dense row-major block in a Buffer, starting `offset` bytes in, so slicing the leading
+// dimension and reshaping share memory instead of copying.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/kernels.h"
+#include "spmd/array.h"
+
+namespace spmd::internal {
+
+struct ShardData {
+  Device device;
+  Index index;   // position in the global array
+  Shape shape;   // block shape
+  std::shared_ptr<Buffer> buffer;
+  size_t offset = 0;  // bytes into buffer
+};
+
+struct ArrayImpl {
+  ArrayImpl(DType dtype_in, Shape shape_in, Sharding sharding_in, std::vector<ShardData> shards_in)
+      : dtype(dtype_in), shape(std::move(shape_in)), sharding(std::move(sharding_in)),
+        shards(std::move(shards_in)) {}
+  DType dtype;
+  Shape shape;
+  Sharding sharding;
+  std::vector<ShardData> shards;  // one per device of the sharding, in mesh order
+  std::atomic<bool> deleted{false};
+};
+
+struct ArrayAccess {
+  // The impl of a valid, live array; ValueError for an invalid or donated one.
+  static const ArrayImpl& impl(const Array& a);
+  static const std::shared_ptr<ArrayImpl>& ptr(const Array& a) { return a.impl_; }
+  static Array wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma = 0);
+  static uint64_t vma(const Array& a) { return a.vma_; }
+  static void set_vma(Array& a, uint64_t vma) { a.vma_ = vma; }
+};
+
+inline uint64_t vma_of(const Array& a) { return ArrayAccess::vma(a); }
+inline Array with_vma(Array a, uint64_t vma) {
+  ArrayAccess::set_vma(a, vma);
+  return a;
+}
+
+// The device ops run on: the body's device inside a mapped call, else the default device.
+Device current_device();
+Device default_device();
+
+// A new dense array on `device` with unspecified contents.
+Array empty_array(DType dtype, const Shape& shape, const Device& device);
+// A new dense array on the current device.
+inline Array empty_array(DType dtype, const Shape& shape) {
+  return empty_array(dtype, shape, current_device());
+}
+// A single-device array over existing memory (zero-copy).
+Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset);
+// A sharded array from per-device blocks.
+Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding,
+                         std::vector<ShardData> shards);
+
+// The index covering all of an array of `shape`.
+Index full_index(const Shape& shape);
+
+// True for an array stored as one dense block that `reader` may access directly.
+bool is_local(const Array& a, const Device& reader);
+// `a` as one dense block readable on the current device: `a` itself when it already is, else a
+// copy assembled from its shards.
+Array local(const Array& a);
+// The index range [region) of `a` as a new dense array on `device`.
+Array read_region(const Array& a, const Index& region, const Device& device);
+
+// The block of `arg` that `spec` gives the device at position `rank` of `mesh`, on `device`:
+// the existing shard or a view into a single-device array when possible, else a copy.
+Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, int64_t rank,
+                 const Device& device);
+
+// Kernel views of a local array (see is_local).
+ConstView const_view(const Array& a);
+MutView mut_view(const Array& a);
+// A view of `a` broadcast to `shape` (NumPy rules, 0 strides), for kernels.
+ConstView broadcast_view(const Array& a, const Shape& shape);
+
+// The kernels of the current device's backend.
+const Kernels& kernels();
+
+// The shard of a single-device array.
+const ShardData& single_shard(const Array& a);
+
+// Marks `a` deleted (donation); later reads throw ValueError.
+void delete_array(const Array& a);
+
+}  // namespace spmd::internal

@@ -1,0 +1,512 @@
+// The collectives (spmd/collectives.h): argument checks with JAX's messages, group lookup,
+// varying-manual-axes bookkeeping; the data movement is the backend's Communicator.
+#include "spmd/collectives.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <set>
+
+#include "array_impl.h"
+#include "collectives_internal.h"
+#include "exec/call_context.h"
+#include "spmd/errors.h"
+#include "spmd/ops.h"
+
+namespace spmd {
+
+AxisNames::AxisNames(std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) names_.emplace_back(n);
+}
+
+std::string AxisNames::str() const {
+  if (names_.size() == 1) return fmt::format("'{}'", names_[0]);
+  std::string out;
+  for (const std::string& n : names_) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", n);
+  return "(" + out + (names_.size() == 1 ? ",)" : ")");
+}
+
+namespace internal {
+namespace {
+
+// The axes of one collective call, resolved against the body's mesh.
+struct Bound {
+  DeviceContext* ctx;
+  std::vector<int> axes;  // mesh axis indices, caller order
+  uint64_t mask = 0;
+  int64_t size = 1;  // product of the axes' sizes
+};
+
+Bound bind(const AxisNames& names, const char* api) {
+  DeviceContext* ctx = current_device_context();
+  auto unbound = [&](const std::string& name, const std::string& why) {
+    return NameError(fmt::format(
+        "Found an unbound axis name: {}. To fix this, please call {} under `spmd::shard_map`{}.",
+        name, api, why));
+  };
+  if (names.names().empty()) {
+    throw ValueError(fmt::format("{} needs at least one axis name, got ()", api));
+  }
+  Bound b{ctx, {}, 0, 1};
+  for (const std::string& name : names.names()) {
+    if (ctx == nullptr) throw unbound(name, " (or a pmap body)");
+    const Mesh& mesh = ctx->call->mesh();
+    int a = mesh.axis_index(name);
+    if (a < 0) {
+      throw unbound(name, fmt::format("; the enclosing call's mesh has axes {}", mesh.names_str()));
+    }
+    if (!(ctx->call->manual_mask() >> a & 1)) {
+      throw unbound(name, fmt::format("; '{}' is a mesh axis of {} but it is not manual in this "
+                                      "shard_map (see ShardMapOptions::axis_names)",
+                                      name, mesh.str()));
+    }
+    if (b.mask >> a & 1) {
+      throw ValueError(fmt::format("{} got the axis name '{}' twice in {}", api, name, names.str()));
+    }
+    b.axes.push_back(a);
+    b.mask |= uint64_t{1} << a;
+    b.size *= mesh.axis_sizes()[a];
+  }
+  return b;
+}
+
+int normalize(int axis, int ndim, const char* what) {
+  if (axis < -ndim || axis >= ndim) {
+    throw ValueError(
+        fmt::format("{} {} is out of bounds for array of dimension {}", what, axis, ndim));
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+std::string groups_str(const AxisIndexGroups& groups) {
+  std::string out;
+  for (const std::vector<int>& g : groups) {
+    out += fmt::format("{}[{}]", out.empty() ? "" : ", ", fmt::join(g, ", "));
+  }
+  return "[" + out + "]";
+}
+
+// Validates axis_index_groups: positions in range, every position exactly once (JAX checks only
+// that the union is range(total); we also require total == group size), and equal sizes where the
+// result shape depends on them.
+void check_groups(const AxisIndexGroups& groups, int64_t size, bool equal_sizes, const char* api) {
+  if (groups.empty()) return;
+  std::vector<int> seen(size, 0);
+  bool cover = true;
+  for (const std::vector<int>& g : groups) {
+    for (int p : g) {
+      if (p < 0 || p >= size) {
+        cover = false;
+      } else {
+        cover = cover && seen[p]++ == 0;
+      }
+    }
+  }
+  cover = cover && std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; });
+  if (!cover) {
+    throw ValueError(fmt::format(
+        "axis_index_groups must cover all indices exactly once: {} got {} for axes of total size "
+        "{}; give every position 0..{} exactly once.",
+        api, groups_str(groups), size, size - 1));
+  }
+  for (const std::vector<int>& g : groups) {
+    if (equal_sizes && g.size() != groups[0].size()) {
+      throw ValueError(fmt::format("{}: axis_index_groups must all be the same size, got {}", api,
+                                   groups_str(groups)));
+    }
+  }
+}
+
+uint64_t groups_hash(const AxisIndexGroups& groups) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (const std::vector<int>& g : groups) {
+    h = hash_combine(h, g.size());
+    for (int p : g) h = hash_combine(h, static_cast<uint64_t>(p));
+  }
+  return h;
+}
+
+// One collective on this device: publishes its signature, finds its group, runs `op`.
+struct Step {
+  Bound bound;
+  CallContext::Groups* groups;
+  Communicator* comm;
+  int rank;  // position in the group
+  int group_size;
+
+  Step(Bound b, OpSignature sig, AxisIndexGroups group_list) : bound(std::move(b)) {
+    DeviceContext* ctx = bound.ctx;
+    sig.naxes = static_cast<int>(bound.axes.size());
+    for (int i = 0; i < sig.naxes && i < OpSignature::kMaxAxes; ++i) {
+      sig.axes[i] = static_cast<int8_t>(bound.axes[i]);
+    }
+    sig.extra_hash = hash_combine(sig.extra_hash, groups_hash(group_list));
+    ctx->call->enter(ctx->rank, sig);
+    GroupKey key{bound.axes, std::move(group_list)};
+    groups = nullptr;
+    for (DeviceContext::CachedGroups& c : ctx->cache) {
+      if (c.key == key) groups = c.groups;
+    }
+    if (groups == nullptr) {
+      groups = &ctx->call->groups(key);
+      ctx->cache.push_back({std::move(key), groups});
+    }
+    int group = groups->layout.group_of[ctx->rank];
+    rank = groups->layout.rank_of[ctx->rank];
+    group_size = static_cast<int>(groups->layout.members[group].size());
+    comm = groups->communicators[group].get();
+    ctx->members = &groups->layout.members[group];
+  }
+  void done() { bound.ctx->call->leave(bound.ctx->rank); }
+};
+
+OpSignature signature(CollectiveKind kind, const Array& x) {
+  OpSignature sig;
+  sig.kind = kind;
+  sig.dtype = x.dtype();
+  sig.set_shape(x.shape());
+  return sig;
+}
+
+Communicator::Keep keep_of(const Array& local_array) { return single_shard(local_array).buffer; }
+
+const void* data_of(const Array& a) { return const_view(a).data; }
+void* data_of_mut(const Array& a) { return mut_view(a).data; }
+
+// The vma of a result: only tracked when check_vma is on.
+Array typed(Array out, const Bound& b, uint64_t vma) {
+  return with_vma(std::move(out), b.ctx->call->check_vma() ? vma : 0);
+}
+
+// `group_size`, when given, receives the size of this device's group.
+Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames& axes,
+             const ReduceOptions& options, const char* api, int64_t* group_size = nullptr) {
+  Bound b = bind(axes, api);
+  check_groups(options.axis_index_groups, b.size, false, api);
+  Array in = local(x.dtype() == DType::kBool && op == ReduceKind::kSum ? astype(x, DType::kInt32)
+                                                                      : x);
+  OpSignature sig = signature(kind, in);
+  Step step(b, sig, options.axis_index_groups);
+  Array out = empty_array(in.dtype(), in.shape());
+  step.comm->all_reduce(step.rank, op, in.dtype(), in.size(), data_of(in), data_of_mut(out),
+                        keep_of(in));
+  step.done();
+  if (group_size != nullptr) *group_size = step.group_size;
+  // Grouped reductions stay varying over the axes: different groups hold different values.
+  bool whole = step.group_size == b.size;
+  uint64_t vma = whole ? vma_of(x) & ~b.mask : vma_of(x) | b.mask;
+  return typed(out, b, vma);
+}
+
+}  // namespace
+
+void barrier(const AxisNames& axes) {
+  Bound b = bind(axes, "barrier");
+  OpSignature sig;
+  Step step(b, sig, {});
+  step.comm->barrier(step.rank);
+  step.done();
+}
+
+}  // namespace internal
+
+using internal::Bound;
+using internal::CollectiveKind;
+using internal::ReduceKind;
+
+Array psum(const Array& x, AxisNames axes, ReduceOptions options) {
+  return internal::reduce(CollectiveKind::kPsum, ReduceKind::kSum, x, axes, options, "psum");
+}
+
+Array pmax(const Array& x, AxisNames axes, ReduceOptions options) {
+  return internal::reduce(CollectiveKind::kPmax, ReduceKind::kMax, x, axes, options, "pmax");
+}
+
+Array pmin(const Array& x, AxisNames axes, ReduceOptions options) {
+  return internal::reduce(CollectiveKind::kPmin, ReduceKind::kMin, x, axes, options, "pmin");
+}
+
+Array pmean(const Array& x, AxisNames axes, ReduceOptions options) {
+  // Each device divides by its own group's size (JAX uses len(groups[0]) even for uneven groups).
+  int64_t n = 1;
+  Array total =
+      internal::reduce(CollectiveKind::kPmean, ReduceKind::kSum, x, axes, options, "pmean", &n);
+  return total / n;
+}
+
+Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
+  Bound b = internal::bind(axes, "all_gather");
+  if (options.to == To::kReduced || options.to == To::kUnreduced) {
+    throw NotImplementedError("all_gather to=reduced/unreduced (JAX's unreduced types) is not "
+                              "supported; use To::kVarying or To::kInvariant");
+  }
+  if (options.to == To::kInvariant && !options.axis_index_groups.empty()) {
+    throw ValueError("all_gather with to=To::kInvariant (all_gather_invariant) does not take "
+                     "axis_index_groups: its result would not be invariant across groups");
+  }
+  internal::check_groups(options.axis_index_groups, b.size, true, "all_gather");
+  int axis = options.tiled ? internal::normalize(options.axis, x.ndim(), "all_gather axis")
+                           : internal::normalize(options.axis, x.ndim() + 1, "all_gather axis");
+  Array in = internal::local(x);
+  internal::OpSignature sig = internal::signature(CollectiveKind::kAllGather, in);
+  sig.params[0] = axis;
+  sig.params[1] = options.tiled;
+  sig.params[2] = static_cast<int64_t>(options.to);
+  internal::Step step(b, sig, options.axis_index_groups);
+  Shape shape = in.shape();
+  if (options.tiled) {
+    shape[axis] *= step.group_size;
+  } else {
+    shape.insert(shape.begin() + axis, step.group_size);
+  }
+  int64_t outer = 1;
+  for (int d = 0; d < axis; ++d) outer *= in.shape()[d];
+  int64_t row_bytes = outer == 0 ? 0 : in.size() / outer * itemsize(in.dtype());
+  Array out = internal::empty_array(in.dtype(), shape);
+  step.comm->all_gather(step.rank, outer, row_bytes, internal::data_of(in),
+                        internal::data_of_mut(out), internal::keep_of(in));
+  step.done();
+  uint64_t vma = options.to == To::kInvariant ? internal::vma_of(x) & ~b.mask
+                                              : internal::vma_of(x) | b.mask;
+  return internal::typed(out, b, vma);
+}
+
+Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
+  Bound b = internal::bind(axes, "psum_scatter");
+  internal::check_groups(options.axis_index_groups, b.size, true, "psum_scatter");
+  int d = internal::normalize(options.scatter_dimension, x.ndim(), "psum_scatter scatter_dimension");
+  int64_t g = options.axis_index_groups.empty()
+                  ? b.size
+                  : static_cast<int64_t>(options.axis_index_groups[0].size());
+  int64_t s = x.shape()[d];
+  if (!options.tiled && s != g) {
+    throw ValueError(fmt::format(
+        "reduce_scatter operand scatter dimension size {} must match shard count {}", s, g));
+  }
+  if (options.tiled && s % g != 0) {
+    throw ValueError(fmt::format(
+        "tiled reduce_scatter operand scatter dimension size {} must be divisible by "
+        "shard_count {}",
+        s, g));
+  }
+  Array in = internal::local(x.dtype() == DType::kBool ? astype(x, DType::kInt32) : x);
+  internal::OpSignature sig = internal::signature(CollectiveKind::kPsumScatter, in);
+  sig.params[0] = d;
+  sig.params[1] = options.tiled;
+  internal::Step step(b, sig, options.axis_index_groups);
+  Shape shape = in.shape();
+  int64_t outer = 1;
+  for (int k = 0; k < d; ++k) outer *= shape[k];
+  int64_t inner = outer == 0 || g == 0 ? 0 : in.size() / outer / g;
+  if (options.tiled) {
+    shape[d] /= g;
+  } else {
+    shape.erase(shape.begin() + d);
+  }
+  Array out = internal::empty_array(in.dtype(), shape);
+  step.comm->reduce_scatter(step.rank, ReduceKind::kSum, in.dtype(), outer, inner,
+                            internal::data_of(in), internal::data_of_mut(out),
+                            internal::keep_of(in));
+  step.done();
+  return internal::typed(out, b, internal::vma_of(x) | b.mask);
+}
+
+namespace internal {
+namespace {
+
+// Moves data between positions: this device receives x from position `src` (zeros if < 0).
+Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t perm_hash,
+                   const std::function<int(int)>& source_of) {
+  Array in = local(x);
+  OpSignature sig = signature(kind, in);
+  sig.extra_hash = static_cast<uint64_t>(perm_hash);
+  Step step(b, sig, {});
+  Array out = empty_array(in.dtype(), in.shape());
+  step.comm->permute(step.rank, source_of(step.rank), in.size() * itemsize(in.dtype()),
+                     data_of(in), data_of_mut(out), keep_of(in));
+  step.done();
+  return typed(out, b, vma_of(x) | b.mask);
+}
+
+}  // namespace
+}  // namespace internal
+
+Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> perm) {
+  Bound b = internal::bind(axes, "ppermute");
+  for (size_t i = 1; i < b.axes.size(); ++i) {
+    if (b.axes[i] < b.axes[i - 1]) {
+      throw RuntimeError(fmt::format(
+          "Make sure that the axis_name passed to spmd::ppermute is in the same order as the "
+          "axis_names declared on the mesh: got {}, but the mesh declares {}.",
+          axes.str(), b.ctx->call->mesh().names_str()));
+    }
+  }
+  std::string given;
+  for (auto [s, d] : perm) given += fmt::format("{}({}, {})", given.empty() ? "" : ", ", s, d);
+  given = "(" + given + (perm.size() == 1 ? ",)" : ")");
+  std::vector<int> source(b.size, -1);
+  std::set<int> sources;
+  uint64_t h = 0x51ed27ull;
+  for (auto [s, d] : perm) {
+    int src = static_cast<int>(((s % b.size) + b.size) % b.size);
+    int dst = static_cast<int>(((d % b.size) + b.size) % b.size);
+    if (!sources.insert(src).second || source[dst] >= 0) {
+      throw ValueError(
+          fmt::format("ppermute sources and destinations must be unique, got {}.", given));
+    }
+    source[dst] = src;
+    h = internal::hash_combine(internal::hash_combine(h, src), dst);
+  }
+  return internal::permute_from(b, CollectiveKind::kPpermute, x, static_cast<int64_t>(h),
+                                [&](int rank) { return source[rank]; });
+}
+
+Array pshuffle(const Array& x, AxisNames axes, std::vector<int> perm) {
+  Bound b = internal::bind(axes, "pshuffle");
+  std::vector<int> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool valid = true;
+  for (size_t i = 0; i < sorted.size(); ++i) valid = valid && sorted[i] == static_cast<int>(i);
+  if (!valid) {
+    throw ValueError(fmt::format("`perm` does not represent a permutation: [{}]",
+                                 fmt::join(perm, ", ")));
+  }
+  if (static_cast<int64_t>(perm.size()) != b.size) {
+    throw ValueError(fmt::format(
+        "pshuffle `perm` has {} entries but the axes {} have {} positions; give one source per "
+        "position.",
+        perm.size(), axes.str(), b.size));
+  }
+  uint64_t h = 0x5bull;
+  for (int p : perm) h = internal::hash_combine(h, static_cast<uint64_t>(p));
+  return internal::permute_from(b, CollectiveKind::kPshuffle, x, static_cast<int64_t>(h),
+                                [&](int rank) { return perm[rank]; });
+}
+
+Array all_to_all(const Array& x, AxisNames axes, int split_axis, int concat_axis,
+                 AllToAllOptions options) {
+  Bound b = internal::bind(axes, "all_to_all");
+  if (!options.axis_index_groups.empty()) {
+    for (const std::vector<int>& g : options.axis_index_groups) {
+      if (g.size() != options.axis_index_groups[0].size()) {
+        throw ValueError("Replica groups must be equally sized");
+      }
+    }
+  }
+  internal::check_groups(options.axis_index_groups, b.size, true, "all_to_all");
+  int n = x.ndim();
+  int split = internal::normalize(split_axis, n, "all_to_all split_axis");
+  int concat = internal::normalize(concat_axis, n, "all_to_all concat_axis");
+  int64_t g = options.axis_index_groups.empty()
+                  ? b.size
+                  : static_cast<int64_t>(options.axis_index_groups[0].size());
+  int64_t s = x.shape()[split];
+  if (!options.tiled && s != g) {
+    throw ValueError(fmt::format(
+        "all_to_all requires the size of the mapped axis axis_name to equal x.shape[split_axis], "
+        "but they are {} and {} respectively.",
+        g, s));
+  }
+  if (options.tiled && s % g != 0) {
+    throw ValueError(fmt::format(
+        "The size of all_to_all split_axis ({}) has to be divisible by the size of the named "
+        "axis {} ({})",
+        s, axes.str(), g));
+  }
+  // Local: bring the split axis to the front so that piece p is the p-th contiguous chunk.
+  Array moved = internal::local(split == 0 ? x : moveaxis(x, split, 0));
+  internal::OpSignature sig = internal::signature(CollectiveKind::kAllToAll, moved);
+  sig.params[0] = split;
+  sig.params[1] = concat;
+  sig.params[2] = options.tiled;
+  internal::Step step(b, sig, options.axis_index_groups);
+  Array received = internal::empty_array(moved.dtype(), moved.shape());
+  int64_t chunk = g == 0 ? 0 : moved.size() / g * itemsize(moved.dtype());
+  step.comm->all_to_all(step.rank, chunk, internal::data_of(moved),
+                        internal::data_of_mut(received), internal::keep_of(moved));
+  step.done();
+  // received is [g (source), b, rest...]; rebuild the pieces' layout with the sources at concat.
+  int64_t piece = s / g;
+  Shape y_shape{g, piece};
+  std::vector<int> rest;
+  for (int d = 0; d < n; ++d) {
+    if (d != split) {
+      rest.push_back(d);
+      y_shape.push_back(x.shape()[d]);
+    }
+  }
+  Array y = received.reshape(y_shape);
+  std::vector<int> perm;  // target dimension -> dimension of y
+  Shape out_shape;
+  for (int d = 0; d < n; ++d) {
+    if (!options.tiled && d == split) continue;
+    int src = d == split ? 1 : 2 + static_cast<int>(std::find(rest.begin(), rest.end(), d) -
+                                                    rest.begin());
+    perm.push_back(src);
+  }
+  int insert_at = concat;
+  perm.insert(perm.begin() + insert_at, 0);
+  if (!options.tiled) perm.push_back(1);  // the size-1 split dimension, dropped by the reshape
+  for (int src : perm) out_shape.push_back(y_shape[src]);
+  std::vector<int> identity(perm.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  Array t = perm == identity ? y : transpose(y, perm);
+  Shape final_shape;
+  for (size_t d = 0; d < out_shape.size(); ++d) {
+    if (!options.tiled && d + 1 == out_shape.size()) break;  // drop the trailing size-1 piece dim
+    if (options.tiled && static_cast<int>(d) == insert_at) {
+      final_shape.push_back(out_shape[d] * out_shape[d + 1]);
+      ++d;
+      continue;
+    }
+    final_shape.push_back(out_shape[d]);
+  }
+  return internal::typed(t.reshape(final_shape), b, internal::vma_of(x) | b.mask);
+}
+
+Array pswapaxes(const Array& x, AxisNames axes, int axis, AllToAllOptions options) {
+  return all_to_all(x, std::move(axes), axis, axis, std::move(options));
+}
+
+Array axis_index(AxisNames axes) {
+  Bound b = internal::bind(axes, "axis_index");
+  int64_t pos = 0;
+  const Mesh& mesh = b.ctx->call->mesh();
+  for (int a : b.axes) pos = pos * mesh.axis_sizes()[a] + b.ctx->coords[a];
+  return internal::typed(Array::scalar(static_cast<int32_t>(pos)), b, b.mask);
+}
+
+int64_t axis_size(AxisNames axes) { return internal::bind(axes, "axis_size").size; }
+
+Array pcast(const Array& x, AxisNames axes, To to) {
+  Bound b = internal::bind(axes, "pcast");
+  if (to == To::kReduced || to == To::kUnreduced) {
+    throw NotImplementedError("pcast to reduced/unreduced (JAX's unreduced types) is not "
+                              "supported; spmd tracks only varying/invariant");
+  }
+  if (to != To::kVarying) {
+    throw ValueError("Got unexpected `to` value. Allowed `to` values are: To::kVarying "
+                     "(kReduced and kUnreduced are not supported)");
+  }
+  if (!b.ctx->call->check_vma()) return x;  // no tracking: every value counts as varying
+  uint64_t vma = internal::vma_of(x);
+  uint64_t varying = vma & b.mask;
+  if (varying != 0 && varying != b.mask) {
+    throw ValueError(fmt::format(
+        "spmd::pcast can only accept axis_name which corresponds to one of varying, unreduced, "
+        "reduced or invarying state of the input. Got axes: {} of which only some are varying; "
+        "cast the invarying ones only.",
+        axes.str()));
+  }
+  if (varying == b.mask) {
+    throw ValueError(fmt::format(
+        "Unsupported pcast from=varying, to='varying': x already varies over {}. pcast(..., "
+        "To::kVarying) (the old pvary) is an invariant->varying cast; drop it.",
+        axes.str()));
+  }
+  return internal::with_vma(x, vma | b.mask);
+}
+
+}  // namespace spmd

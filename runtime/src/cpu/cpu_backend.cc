@@ -1,0 +1,105 @@
+// The CPU backend: a caching host allocator, the CPU kernels and shared-memory communicators.
+#include "cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu/cpu_communicator.h"
+#include "cpu/cpu_kernels.h"
+
+namespace spmd::internal {
+namespace {
+
+// Freed blocks are kept per device and size, because a collective or op in a loop allocates the
+// same sizes again at once; returning large blocks to the OS would make every call pay page
+// faults (a 64 MiB psum output costs more to fault in than to compute).
+class CachingAllocator {
+ public:
+  void* allocate(int device, size_t bytes) {
+    bytes = rounded(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<void*>& free_list = pool(device)[bytes];
+      if (!free_list.empty()) {
+        void* p = free_list.back();
+        free_list.pop_back();
+        cached_bytes_[device] -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+
+  void deallocate(int device, void* p, size_t bytes) {
+    bytes = rounded(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<void*>& free_list = pool(device)[bytes];
+      if (free_list.size() < kMaxPerSize && cached_bytes_[device] + bytes <= kMaxCachedBytes) {
+        free_list.push_back(p);
+        cached_bytes_[device] += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  static constexpr size_t kMaxPerSize = 8;
+  static constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+
+  // At least one cache line, so that empty arrays still have a valid address.
+  static size_t rounded(size_t bytes) { return (std::max<size_t>(bytes, 1) + 63) / 64 * 64; }
+
+  std::unordered_map<size_t, std::vector<void*>>& pool(int device) {
+    if (static_cast<int>(pools_.size()) <= device) {
+      pools_.resize(device + 1);
+      cached_bytes_.resize(device + 1, 0);
+    }
+    return pools_[device];
+  }
+
+  std::mutex mu_;
+  std::vector<std::unordered_map<size_t, std::vector<void*>>> pools_;
+  std::vector<size_t> cached_bytes_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  Platform platform() const override { return Platform::kCpu; }
+  void* allocate(const Device& device, size_t bytes) override {
+    return allocator_.allocate(device.id, bytes);
+  }
+  void deallocate(const Device& device, void* data, size_t bytes) override {
+    allocator_.deallocate(device.id, data, bytes);
+  }
+  bool can_alias(const Device&, const Device&) const override { return true; }
+  void to_host(const Device&, const void* src, void* dst, size_t bytes) const override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void from_host(const Device&, const void* src, void* dst, size_t bytes) const override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  const Kernels& kernels() const override { return cpu_kernels(); }
+  std::unique_ptr<Communicator> make_communicator(int size, SyncContext& sync) override {
+    return std::make_unique<CpuCommunicator>(size, sync);
+  }
+
+ private:
+  CachingAllocator allocator_;
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  // Never destroyed: buffers may be freed during static destruction.
+  static CpuBackend* backend = new CpuBackend();
+  return *backend;
+}
+
+}  // namespace spmd::internal

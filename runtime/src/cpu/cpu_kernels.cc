@@ -1,0 +1,795 @@
+// The CPU backend's kernels over host memory.
+//
+// Each kernel dispatches once on dtype to a template over the element type. Elementwise work runs
+// through Loop, which coalesces dimensions so that dense operands become a single unit-stride run
+// the compiler can vectorise; broadcast (0), transposed and negative strides take the same path.
+#include "cpu/cpu_kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "spmd/errors.h"
+
+namespace spmd::internal {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Element types.
+
+// How a dtype is stored and what it is computed in. bool is a byte read as `!= 0`, so a stray
+// byte value is not UB; float16/bfloat16 are bit patterns computed in float. Any other type
+// (including the raw uintN_t used for bit copies) is stored and computed as itself.
+template <class T>
+struct Elem {
+  using Storage = T;
+  using Compute = T;
+};
+template <>
+struct Elem<bool> {
+  using Storage = uint8_t;
+  using Compute = uint8_t;
+};
+template <>
+struct Elem<float16> {
+  using Storage = uint16_t;
+  using Compute = float;
+};
+template <>
+struct Elem<bfloat16> {
+  using Storage = uint16_t;
+  using Compute = float;
+};
+template <class T>
+using StorageOf = typename Elem<T>::Storage;
+// Also the accumulation type: float for f16/bf16/f32, double for f64, the type itself for ints.
+template <class T>
+using ComputeOf = typename Elem<T>::Compute;
+
+template <class T>
+constexpr bool kIsHalf = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+template <class C>
+constexpr bool kIsFloat = std::is_floating_point_v<C>;
+
+template <class T>
+ComputeOf<T> load(const StorageOf<T>* p) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return *p != 0;
+  } else if constexpr (kIsHalf<T>) {
+    return static_cast<float>(T::from_bits(*p));
+  } else {
+    return *p;
+  }
+}
+
+template <class T>
+void store(StorageOf<T>* p, ComputeOf<T> v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    *p = v != 0;
+  } else if constexpr (kIsHalf<T>) {
+    *p = T(v).bits;
+  } else {
+    *p = v;
+  }
+}
+
+// Calls f(std::type_identity<T>{}) with the C++ type of dt.
+template <class F>
+void dispatch(DType dt, F&& f) {
+  switch (dt) {
+    case DType::kBool: return f(std::type_identity<bool>{});
+    case DType::kInt32: return f(std::type_identity<int32_t>{});
+    case DType::kInt64: return f(std::type_identity<int64_t>{});
+    case DType::kUInt32: return f(std::type_identity<uint32_t>{});
+    case DType::kFloat16: return f(std::type_identity<float16>{});
+    case DType::kBFloat16: return f(std::type_identity<bfloat16>{});
+    case DType::kFloat32: return f(std::type_identity<float>{});
+    case DType::kFloat64: return f(std::type_identity<double>{});
+  }
+  throw ValueError("cpu kernels: invalid dtype " + std::to_string(static_cast<int>(dt)));
+}
+
+// Calls f with an unsigned type of dt's size, for kernels that only move bits.
+template <class F>
+void dispatch_bits(DType dt, F&& f) {
+  switch (itemsize(dt)) {
+    case 1: return f(std::type_identity<uint8_t>{});
+    case 2: return f(std::type_identity<uint16_t>{});
+    case 4: return f(std::type_identity<uint32_t>{});
+    default: return f(std::type_identity<uint64_t>{});
+  }
+}
+
+[[noreturn]] void unsupported(const char* kernel, int op, DType dt) {
+  throw TypeError(std::string("cpu kernels: ") + kernel + " op " + std::to_string(op) +
+                  " is not defined for " + std::string(dtype_name(dt)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions.
+
+// float->int per XLA: saturate at the integer range, NaN -> 0. Casting first would be UB.
+template <class I, class F>
+I saturate(F v) {
+  using Limits = std::numeric_limits<I>;
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<F>(Limits::min())) return Limits::min();
+  // F(max) rounds up to a power of two when max is not representable, so every v below it
+  // truncates into range.
+  if (v >= static_cast<F>(Limits::max())) return Limits::max();
+  return static_cast<I>(v);
+}
+
+// Converts to float rounding to odd (truncate, then set the last bit if inexact). A second
+// rounding to float16/bfloat16, at least two bits narrower, then gives the correctly rounded
+// result, which a plain double (or large int) -> float -> half chain does not.
+template <class S>
+float to_odd_float(S v) {
+  if constexpr (kIsFloat<S>) {
+    const auto f = static_cast<float>(v);
+    if (static_cast<S>(f) == v || std::isnan(v)) return f;
+    auto bits = std::bit_cast<uint32_t>(f);
+    if (std::fabs(static_cast<S>(f)) > std::fabs(v)) --bits;
+    return std::bit_cast<float>(bits | 1u);
+  } else {
+    using U = std::make_unsigned_t<S>;
+    bool negative = false;
+    if constexpr (std::is_signed_v<S>) negative = v < 0;
+    const U magnitude = negative ? static_cast<U>(U{0} - static_cast<U>(v)) : static_cast<U>(v);
+    const int shift = std::max(0, static_cast<int>(std::bit_width(magnitude)) - 24);
+    const U sticky = (magnitude & static_cast<U>((U{1} << shift) - 1)) != 0;
+    const float f = std::ldexp(static_cast<float>((magnitude >> shift) | sticky), shift);
+    return negative ? -f : f;
+  }
+}
+
+// A compute value of any type converted to T's compute type, per the copy rules of kernels.h.
+template <class T, class S>
+ComputeOf<T> convert(S v) {
+  using C = ComputeOf<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else if constexpr (std::is_integral_v<C> && kIsFloat<S>) {
+    return saturate<C>(v);
+  } else if constexpr (kIsHalf<T> && !std::is_same_v<S, float>) {
+    return to_odd_float(v);
+  } else {
+    return static_cast<C>(v);  // int->int wraps (defined in C++20)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arithmetic. Integers compute in their unsigned type so overflow wraps instead of being UB.
+
+template <class C>
+using Wrapping = typename std::conditional_t<std::is_integral_v<C>, std::make_unsigned<C>,
+                                             std::type_identity<C>>::type;
+
+template <class C>
+C wrap_add(C a, C b) {
+  return static_cast<C>(static_cast<Wrapping<C>>(a) + static_cast<Wrapping<C>>(b));
+}
+template <class C>
+C wrap_sub(C a, C b) {
+  return static_cast<C>(static_cast<Wrapping<C>>(a) - static_cast<Wrapping<C>>(b));
+}
+template <class C>
+C wrap_mul(C a, C b) {
+  return static_cast<C>(static_cast<Wrapping<C>>(a) * static_cast<Wrapping<C>>(b));
+}
+template <class C>
+C wrap_neg(C a) {
+  if constexpr (kIsFloat<C>) {
+    return -a;
+  } else {
+    return wrap_sub(C{0}, a);
+  }
+}
+
+template <class C>
+C trunc_div(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    return a / b;
+  } else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<C>) {
+      if (b == -1) return wrap_neg(a);  // MIN / -1 would trap
+    }
+    return static_cast<C>(a / b);
+  }
+}
+
+// Python's a // b. For floats numpy's divmod formula, which stays consistent with py_rem
+// (1.0 // 0.1 == 9.0, where floor(1.0 / 0.1) == 10.0).
+template <class C>
+C py_floordiv(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    if (b == 0) return a / b;
+    const C mod = std::fmod(a, b);
+    C div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return std::copysign(C{0}, a / b);
+    const C floor = std::floor(div);
+    return div - floor > C{0.5} ? floor + 1 : floor;
+  } else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<C>) {
+      if (b == -1) return wrap_neg(a);
+      const C q = static_cast<C>(a / b);
+      return (a % b != 0 && (a < 0) != (b < 0)) ? static_cast<C>(q - 1) : q;
+    } else {
+      return static_cast<C>(a / b);
+    }
+  }
+}
+
+// Python's a % b: the result takes the divisor's sign.
+template <class C>
+C py_rem(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    const C r = std::fmod(a, b);
+    if (r == 0) return std::copysign(C{0}, b);
+    return (r < 0) != (b < 0) ? r + b : r;
+  } else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<C>) {
+      if (b == -1) return 0;  // MIN % -1 would trap
+      const C r = static_cast<C>(a % b);
+      return (r != 0 && (r < 0) != (b < 0)) ? static_cast<C>(r + b) : r;
+    } else {
+      return static_cast<C>(a % b);
+    }
+  }
+}
+
+template <class C>
+C power(C base, C exponent) {
+  if constexpr (kIsFloat<C>) {
+    return std::pow(base, exponent);
+  } else {
+    if constexpr (std::is_signed_v<C>) {
+      if (exponent < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return (exponent & 1) ? -1 : 1;
+        return 0;
+      }
+    }
+    C result = 1;
+    for (; exponent != 0; exponent = static_cast<C>(exponent >> 1)) {
+      if (exponent & 1) result = wrap_mul(result, base);
+      base = wrap_mul(base, base);
+    }
+    return result;
+  }
+}
+
+template <class C>
+C max_nan(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a < b ? b : a;
+}
+template <class C>
+C min_nan(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return b < a ? b : a;
+}
+
+template <class C>
+C sign(C v) {
+  if constexpr (std::is_signed_v<C>) {
+    // Zero and NaN fall through unchanged, which keeps -0.0 and NaN as XLA does.
+    if (v < 0) return C{-1};
+  }
+  return v > 0 ? C{1} : v;
+}
+
+template <class F, size_t N>
+F horner(const F (&coefficients)[N], F w) {
+  F p = 0;
+  for (const F c : coefficients) p = c + p * w;
+  return p;
+}
+
+// Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011): his single-precision
+// polynomials (as XLA uses for f32), in w = -log(1 - x^2).
+float erfinv_f32(float x) {
+  static constexpr float kCentral[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                       -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                       -0.00417768164f,  0.246640727f,    1.50140941f};
+  static constexpr float kTail[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                    -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                    0.00943887047f,   1.00167406f,     2.83297682f};
+  const float w = -std::log((1.0f - x) * (1.0f + x));
+  return x * (w < 5.0f ? horner(kCentral, w - 2.5f) : horner(kTail, std::sqrt(w) - 3.0f));
+}
+
+// Giles' double-precision polynomials, then one Halley step on erf(t) = |x|, which takes their
+// ~1e-15 relative error to the last bit or two. Near 1 the residual comes from erfc, since 1 - |x|
+// is exact there while erf(t) - |x| would cancel.
+double erfinv_f64(double x) {
+  static constexpr double kCentral[] = {
+      -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+      1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+      6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+      2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+      1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+      4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+      0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+      0.24015818242558961693,     1.6536545626831027356};
+  static constexpr double kMiddle[] = {
+      2.2137376921775787049e-09,  9.0756561938885390979e-08, -2.7517406297064545428e-07,
+      1.8239629214389227755e-08,  1.5027403968909827627e-06, -4.013867526981545969e-06,
+      2.9234449089955446044e-06,  1.2475304481671778723e-05, -4.7318229009055733981e-05,
+      6.8284851459573175448e-05,  2.4031110387097893999e-05, -0.0003550375203628474796,
+      0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
+      -0.0037512085075692412107,  0.005370914553590063617,   1.0052589676941592334,
+      3.0838856104922207635};
+  static constexpr double kTail[] = {
+      -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+      -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+      2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+      -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+      7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+      1.0103004648645343977,      4.8499064014085844221};
+  if (x == 0) return x;
+  const double a = std::fabs(x);
+  const double w = -std::log((1 - a) * (1 + a));
+  double t = a * (w < 6.25  ? horner(kCentral, w - 3.125)
+                  : w < 16 ? horner(kMiddle, std::sqrt(w) - 3.25)
+                           : horner(kTail, std::sqrt(w) - 5.0));
+  const double residual = a <= 0.5 ? std::erf(t) - a : (1 - a) - std::erfc(t);
+  const double u = residual / (2 * std::numbers::inv_sqrtpi * std::exp(-t * t));
+  t -= u / (1 + t * u);
+  return std::copysign(t, x);
+}
+
+// Inverse error function: +-inf at +-1, NaN outside [-1, 1].
+template <class F>
+F erfinv(F x) {
+  if (!(std::fabs(x) < 1)) {
+    if (std::fabs(x) == 1) return std::copysign(std::numeric_limits<F>::infinity(), x);
+    return std::numeric_limits<F>::quiet_NaN();
+  }
+  if constexpr (std::is_same_v<F, float>) {
+    return erfinv_f32(x);
+  } else {
+    return erfinv_f64(x);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strided iteration.
+
+template <size_t N>
+using Offsets = std::array<int64_t, N>;
+
+// Row-major iteration over a shape for N operands with their own strides. Dimensions that are
+// contiguous in every operand are merged and unit dimensions dropped, so dense operands become
+// one run; row-major order of the flattened index is preserved.
+template <size_t N>
+class Loop {
+ public:
+  Loop(const Shape& shape, const std::array<const Strides*, N>& strides) {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 0) {
+        empty_ = true;
+        return;
+      }
+      if (shape[d] == 1) continue;
+      bool merge = !dims_.empty();
+      for (size_t k = 0; k < N && merge; ++k) {
+        merge = strides_.back()[k] == (*strides[k])[d] * shape[d];
+      }
+      Offsets<N> step;
+      for (size_t k = 0; k < N; ++k) step[k] = (*strides[k])[d];
+      if (merge) {
+        dims_.back() *= shape[d];
+        strides_.back() = step;
+      } else {
+        dims_.push_back(shape[d]);
+        strides_.push_back(step);
+      }
+    }
+    if (dims_.empty()) {
+      dims_.push_back(1);
+      strides_.push_back({});
+    }
+  }
+
+  // Calls run(n, offsets, steps) for each innermost run of n elements: operand k's elements are
+  // at offsets[k] + i * steps[k]. `base` is added to every offset.
+  template <class Run>
+  void run(Run&& run_fn, Offsets<N> base = {}) const {
+    if (empty_) return;
+    const size_t inner = dims_.size() - 1;
+    if (inner == 0) return run_fn(dims_[0], base, strides_[0]);
+    std::vector<int64_t> index(inner, 0);
+    for (;;) {
+      run_fn(dims_[inner], base, strides_[inner]);
+      auto d = static_cast<int64_t>(inner) - 1;
+      for (; d >= 0; --d) {
+        for (size_t k = 0; k < N; ++k) base[k] += strides_[d][k];
+        if (++index[d] < dims_[d]) break;
+        for (size_t k = 0; k < N; ++k) base[k] -= strides_[d][k] * dims_[d];
+        index[d] = 0;
+      }
+      if (d < 0) return;
+    }
+  }
+
+ private:
+  Shape dims_;
+  std::vector<Offsets<N>> strides_;  // per merged dimension, per operand
+  bool empty_ = false;
+};
+
+// y[i] = f(x[i]...), computed in the compute types; TY/TX are the element types and each x is a
+// ConstView.
+template <class TY, class... TX, class F, class... Views>
+void map(F f, const MutView& y, const Views&... x) {
+  constexpr size_t kN = 1 + sizeof...(TX);
+  auto* const py = static_cast<StorageOf<TY>*>(y.data);
+  const std::tuple px{static_cast<const StorageOf<TX>*>(x.data)...};
+  Loop<kN>(y.shape, {&y.strides, &x.strides...})
+      .run([&](int64_t n, const Offsets<kN>& o, const Offsets<kN>& s) {
+        [&]<size_t... I>(std::index_sequence<I...>) {
+          StorageOf<TY>* const yp = py + o[0];
+          const std::tuple xp{(std::get<I>(px) + o[I + 1])...};
+          if (((s[0] == 1) && ... && (s[I + 1] == 1))) {  // separate loop so it vectorises
+            for (int64_t i = 0; i < n; ++i) {
+              store<TY>(yp + i, f(load<TX>(std::get<I>(xp) + i)...));
+            }
+          } else {
+            for (int64_t i = 0; i < n; ++i) {
+              store<TY>(yp + i * s[0], f(load<TX>(std::get<I>(xp) + i * s[I + 1])...));
+            }
+          }
+        }(std::index_sequence_for<TX...>{});
+      });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduction state.
+
+// Pairwise summation streamed over the range: blocks of kBlock elements are summed in order and
+// merged like a binary counter, so the tree depends only on the element count (deterministic)
+// and the error grows with log(n) rather than n.
+template <class Acc>
+class PairwiseSum {
+ public:
+  void add(Acc v) {
+    block_ += v;
+    if (++block_size_ < kBlock) return;
+    Acc sum = block_;
+    int level = 0;
+    for (uint64_t b = blocks_; b & 1; b >>= 1, ++level) sum = partial_[level] + sum;
+    partial_[level] = sum;
+    ++blocks_;
+    block_ = 0;
+    block_size_ = 0;
+  }
+
+  Acc result() const {
+    Acc sum = block_;
+    for (int level = 0; level < 64; ++level) {
+      if ((blocks_ >> level) & 1) sum = partial_[level] + sum;
+    }
+    return sum;
+  }
+
+ private:
+  static constexpr int kBlock = 16;
+  std::array<Acc, 64> partial_{};
+  uint64_t blocks_ = 0;
+  Acc block_ = 0;
+  int block_size_ = 0;
+};
+
+// Index of the first maximum (kMax) or minimum in visiting order; a NaN beats everything and
+// the first NaN wins, as in numpy.
+template <class C, bool kMax>
+struct ArgBest {
+  void add(C v) {
+    if (count == 0 || better(v)) {
+      best = v;
+      index = count;
+    }
+    ++count;
+  }
+  bool better(C v) const {
+    if constexpr (kIsFloat<C>) {
+      if (std::isnan(best)) return false;
+      if (std::isnan(v)) return true;
+    }
+    return kMax ? best < v : v < best;
+  }
+  C best{};
+  int64_t index = 0;
+  int64_t count = 0;
+};
+
+template <class C>
+constexpr C lowest() {
+  if constexpr (kIsFloat<C>) {
+    return -std::numeric_limits<C>::infinity();
+  } else {
+    return std::numeric_limits<C>::lowest();
+  }
+}
+template <class C>
+constexpr C highest() {
+  if constexpr (kIsFloat<C>) {
+    return std::numeric_limits<C>::infinity();
+  } else {
+    return std::numeric_limits<C>::max();
+  }
+}
+
+}  // namespace
+
+Strides dense_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= shape[d];
+  }
+  return strides;
+}
+
+void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
+  if (src.dtype == dst.dtype) {
+    // Moves bits, so NaN payloads and float16 patterns survive unchanged.
+    return dispatch_bits(dst.dtype, [&]<class U>(std::type_identity<U>) {
+      auto* const pd = static_cast<U*>(dst.data);
+      const auto* const ps = static_cast<const U*>(src.data);
+      Loop<2>(dst.shape, {&dst.strides, &src.strides})
+          .run([&](int64_t n, const Offsets<2>& o, const Offsets<2>& s) {
+            if (s[0] == 1 && s[1] == 1) {
+              // memmove: an in-place copy of a view onto itself must not be an overlapping
+              // memcpy.
+              std::memmove(pd + o[0], ps + o[1], static_cast<size_t>(n) * sizeof(U));
+              return;
+            }
+            for (int64_t i = 0; i < n; ++i) pd[o[0] + i * s[0]] = ps[o[1] + i * s[1]];
+          });
+    });
+  }
+  dispatch(src.dtype, [&]<class S>(std::type_identity<S>) {
+    dispatch(dst.dtype, [&]<class D>(std::type_identity<D>) {
+      map<D, S>([](ComputeOf<S> v) { return convert<D>(v); }, dst, src);
+    });
+  });
+}
+
+void CpuKernels::fill(const MutView& dst, Scalar value) const {
+  dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
+    StorageOf<T> bits{};
+    // Unary + turns a bool scalar into an int, which every conversion accepts.
+    store<T>(&bits, std::visit([](auto v) { return convert<T>(+v); }, value));
+    auto* const p = static_cast<StorageOf<T>*>(dst.data);
+    Loop<1>(dst.shape, {&dst.strides})
+        .run([&](int64_t n, const Offsets<1>& o, const Offsets<1>& s) {
+          for (int64_t i = 0; i < n; ++i) p[o[0] + i * s[0]] = bits;
+        });
+  });
+}
+
+void CpuKernels::iota(const MutView& dst) const {
+  dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
+    auto* const p = static_cast<StorageOf<T>*>(dst.data);
+    const int64_t n = shape_size(dst.shape);
+    for (int64_t i = 0; i < n; ++i) store<T>(p + i, convert<T>(i));
+  });
+}
+
+void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
+  dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
+    using C = ComputeOf<T>;
+    const auto apply = [&](auto f) { map<T, T>(f, y, x); };
+    switch (op) {
+      case UnaryOp::kNeg: return apply([](C v) { return wrap_neg(v); });
+      case UnaryOp::kAbs:
+        return apply([](C v) -> C {
+          if constexpr (kIsFloat<C>) {
+            return std::fabs(v);
+          } else if constexpr (std::is_signed_v<C>) {
+            return v < 0 ? wrap_neg(v) : v;
+          } else {
+            return v;
+          }
+        });
+      case UnaryOp::kSign: return apply([](C v) { return sign(v); });
+      case UnaryOp::kSquare: return apply([](C v) { return wrap_mul(v, v); });
+      case UnaryOp::kLogicalNot:
+        if constexpr (std::is_same_v<T, bool>) return apply([](C v) { return C(v == 0); });
+        break;
+      default: break;
+    }
+    if constexpr (kIsFloat<C>) {
+      switch (op) {
+        case UnaryOp::kExp: return apply([](C v) { return std::exp(v); });
+        case UnaryOp::kLog: return apply([](C v) { return std::log(v); });
+        case UnaryOp::kSqrt: return apply([](C v) { return std::sqrt(v); });
+        case UnaryOp::kTanh: return apply([](C v) { return std::tanh(v); });
+        case UnaryOp::kFloor: return apply([](C v) { return std::floor(v); });
+        case UnaryOp::kCeil: return apply([](C v) { return std::ceil(v); });
+        case UnaryOp::kRound: return apply([](C v) { return std::nearbyint(v); });
+        case UnaryOp::kErfInv: return apply([](C v) { return erfinv(v); });
+        default: break;
+      }
+    }
+    unsupported("unary", static_cast<int>(op), x.dtype);
+  });
+}
+
+void CpuKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
+                        const MutView& y) const {
+  dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
+    using C = ComputeOf<T>;
+    const auto arith = [&](auto f) { map<T, T, T>(f, y, a, b); };
+    const auto compare = [&](auto f) { map<bool, T, T>(f, y, a, b); };
+    switch (op) {
+      case BinaryOp::kAdd: return arith([](C p, C q) { return wrap_add(p, q); });
+      case BinaryOp::kSub: return arith([](C p, C q) { return wrap_sub(p, q); });
+      case BinaryOp::kMul: return arith([](C p, C q) { return wrap_mul(p, q); });
+      case BinaryOp::kDiv: return arith([](C p, C q) { return trunc_div(p, q); });
+      case BinaryOp::kFloorDiv: return arith([](C p, C q) { return py_floordiv(p, q); });
+      case BinaryOp::kRem: return arith([](C p, C q) { return py_rem(p, q); });
+      case BinaryOp::kPow: return arith([](C p, C q) { return power(p, q); });
+      case BinaryOp::kMax: return arith([](C p, C q) { return max_nan(p, q); });
+      case BinaryOp::kMin: return arith([](C p, C q) { return min_nan(p, q); });
+      case BinaryOp::kAnd:
+        if constexpr (std::is_integral_v<C>) return arith([](C p, C q) { return C(p & q); });
+        break;
+      case BinaryOp::kOr:
+        if constexpr (std::is_integral_v<C>) return arith([](C p, C q) { return C(p | q); });
+        break;
+      case BinaryOp::kXor:
+        if constexpr (std::is_integral_v<C>) return arith([](C p, C q) { return C(p ^ q); });
+        break;
+      case BinaryOp::kEq: return compare([](C p, C q) { return p == q; });
+      case BinaryOp::kNe: return compare([](C p, C q) { return p != q; });
+      case BinaryOp::kLt: return compare([](C p, C q) { return p < q; });
+      case BinaryOp::kLe: return compare([](C p, C q) { return p <= q; });
+      case BinaryOp::kGt: return compare([](C p, C q) { return p > q; });
+      case BinaryOp::kGe: return compare([](C p, C q) { return p >= q; });
+    }
+    unsupported("binary", static_cast<int>(op), a.dtype);
+  });
+}
+
+void CpuKernels::select(const ConstView& cond, const ConstView& a, const ConstView& b,
+                        const MutView& y) const {
+  dispatch_bits(y.dtype, [&]<class U>(std::type_identity<U>) {
+    map<U, bool, U, U>([](uint8_t c, U p, U q) { return c ? p : q; }, y, cond, a, b);
+  });
+}
+
+void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced,
+                        const MutView& y) const {
+  const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
+  const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
+  const Shape inner_shape(x.shape.begin() + split, x.shape.end());
+  const Strides outer_strides(x.strides.begin(), x.strides.begin() + split);
+  const Strides inner_strides(x.strides.begin() + split, x.strides.end());
+  const Loop<1> outer(outer_shape, {&outer_strides});
+  const Loop<1> inner(inner_shape, {&inner_strides});
+
+  dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
+    using C = ComputeOf<T>;
+    const auto* const px = static_cast<const StorageOf<T>*>(x.data);
+    // For each output element (in y's dense order): state = init, step(state, v) over the
+    // reduced range in row-major order, then y = finish(state) stored as a U.
+    const auto fold = [&]<class U>(std::type_identity<U>, auto init, auto step, auto finish) {
+      auto* const py = static_cast<StorageOf<U>*>(y.data);
+      int64_t out = 0;
+      outer.run([&](int64_t n, const Offsets<1>& o, const Offsets<1>& s) {
+        for (int64_t i = 0; i < n; ++i) {
+          auto state = init;
+          inner.run(
+              [&](int64_t m, const Offsets<1>& io, const Offsets<1>& is) {
+                for (int64_t j = 0; j < m; ++j) step(state, load<T>(px + io[0] + j * is[0]));
+              },
+              {o[0] + i * s[0]});
+          store<U>(py + out++, finish(state));
+        }
+      });
+    };
+    constexpr std::type_identity<T> kSame{};
+    const auto value = [](C s) { return s; };
+    const auto index = [](const auto& s) { return static_cast<int32_t>(s.index); };
+    switch (op) {
+      case ReduceOp::kSum:
+        if constexpr (kIsFloat<C>) {
+          return fold(
+              kSame, PairwiseSum<C>{}, [](auto& s, C v) { s.add(v); },
+              [](const auto& s) { return s.result(); });
+        } else {
+          return fold(kSame, C{0}, [](C& s, C v) { s = wrap_add(s, v); }, value);
+        }
+      case ReduceOp::kProd:
+        return fold(kSame, C{1}, [](C& s, C v) { s = wrap_mul(s, v); }, value);
+      case ReduceOp::kMax:
+        return fold(kSame, lowest<C>(), [](C& s, C v) { s = max_nan(s, v); }, value);
+      case ReduceOp::kMin:
+        return fold(kSame, highest<C>(), [](C& s, C v) { s = min_nan(s, v); }, value);
+      case ReduceOp::kArgMax:
+        return fold(
+            std::type_identity<int32_t>{}, ArgBest<C, true>{}, [](auto& s, C v) { s.add(v); },
+            index);
+      case ReduceOp::kArgMin:
+        return fold(
+            std::type_identity<int32_t>{}, ArgBest<C, false>{}, [](auto& s, C v) { s.add(v); },
+            index);
+      case ReduceOp::kAny:
+        return fold(kSame, C{0}, [](C& s, C v) { s = s != 0 || v != 0; }, value);
+      case ReduceOp::kAll:
+        return fold(kSame, C{1}, [](C& s, C v) { s = s != 0 && v != 0; }, value);
+    }
+    unsupported("reduce", static_cast<int>(op), x.dtype);
+  });
+}
+
+void CpuKernels::matmul(const ConstView& a, const ConstView& b, const MutView& c) const {
+  dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
+    using C = ComputeOf<T>;
+    const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
+    const auto* const pa = static_cast<const StorageOf<T>*>(a.data);
+    const auto* const pb = static_cast<const StorageOf<T>*>(b.data);
+    auto* const pc = static_cast<StorageOf<T>*>(c.data);
+    // b is unpacked once per batch (once in all when broadcast) into dense compute values, so
+    // the inner loop is unit-stride whatever b's layout; each output row accumulates in `row`
+    // over k in increasing order (loop order i, k, j).
+    std::vector<C> packed(static_cast<size_t>(k * n));
+    std::vector<C> row(static_cast<size_t>(n));
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      if (bi == 0 || b.strides[0] != 0) {
+        for (int64_t kk = 0; kk < k; ++kk) {
+          for (int64_t j = 0; j < n; ++j) {
+            packed[kk * n + j] =
+                load<T>(pb + (bi * b.strides[0] + kk * b.strides[1] + j * b.strides[2]));
+          }
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        std::fill(row.begin(), row.end(), C{0});
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const C aik = load<T>(pa + (bi * a.strides[0] + i * a.strides[1] + kk * a.strides[2]));
+          const C* const bk = packed.data() + kk * n;
+          for (int64_t j = 0; j < n; ++j) {
+            if constexpr (std::is_same_v<T, bool>) {
+              row[j] |= aik & bk[j];
+            } else {
+              row[j] = wrap_add(row[j], wrap_mul(aik, bk[j]));
+            }
+          }
+        }
+        for (int64_t j = 0; j < n; ++j) store<T>(pc + (bi * m + i) * n + j, row[j]);
+      }
+    }
+  });
+}
+
+const Kernels& cpu_kernels() {
+  static const CpuKernels kernels;
+  return kernels;
+}
+
+}  // namespace spmd::internal

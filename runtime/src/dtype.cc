@@ -1,0 +1,160 @@
+// spmd element types: float16/bfloat16 conversions, dtype names and JAX's promotion lattice.
+#include "spmd/dtype.h"
+
+#include <bit>
+#include <iterator>
+
+#include "spmd/errors.h"
+
+namespace spmd {
+namespace {
+
+struct DTypeInfo {
+  std::string_view name;
+  std::string_view short_name;
+  int64_t itemsize;
+};
+
+// Indexed by the DType enumerator, whose order the header fixes.
+constexpr DTypeInfo kDTypeInfo[] = {
+    {"bool", "bool", 1},      {"int32", "i32", 4},  {"int64", "i64", 8},
+    {"uint32", "u32", 4},     {"float16", "f16", 2}, {"bfloat16", "bf16", 2},
+    {"float32", "f32", 4},    {"float64", "f64", 8},
+};
+
+const DTypeInfo& info(DType dt) {
+  const auto index = static_cast<size_t>(dt);
+  if (index >= std::size(kDTypeInfo)) {
+    throw ValueError("invalid DType value " + std::to_string(index));
+  }
+  return kDTypeInfo[index];
+}
+
+// `value >> shift` rounded to nearest, ties to even; shift is in [1, 31].
+uint32_t shift_right_round_even(uint32_t value, int shift) {
+  const uint32_t rest = value & ((1u << shift) - 1);
+  const uint32_t half = 1u << (shift - 1);
+  const uint32_t quotient = value >> shift;
+  return quotient + (rest > half || (rest == half && (quotient & 1u)) ? 1u : 0u);
+}
+
+uint16_t float_to_half_bits(float f) {
+  const auto x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t magnitude = x & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) {
+    // Setting the quiet bit keeps a NaN a NaN even when its payload lives in the dropped bits.
+    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  }
+  if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
+  if (magnitude >= 0x38800000u) {
+    // Normal half: rebias the exponent (127 -> 15); a rounding carry out of the mantissa
+    // correctly bumps the exponent.
+    return static_cast<uint16_t>(sign | shift_right_round_even(magnitude - 0x38000000u, 13));
+  }
+  if (magnitude < 0x33000000u) return static_cast<uint16_t>(sign);  // below 2^-25: zero
+  // Subnormal half, in units of 2^-24: the float's full significand shifted by its exponent.
+  const int exponent = static_cast<int>(magnitude >> 23);
+  const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+  return static_cast<uint16_t>(sign | shift_right_round_even(significand, 126 - exponent));
+}
+
+float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    const float value = static_cast<float>(mantissa) * 0x1p-24f;  // exact
+    return sign != 0 ? -value : value;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+}  // namespace
+
+float16::float16(float f) : bits(float_to_half_bits(f)) {}
+
+float16::operator float() const { return half_bits_to_float(bits); }
+
+bfloat16::bfloat16(float f) {
+  const auto x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    bits = static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet, so a low-payload NaN stays NaN
+  } else {
+    bits = static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  }
+}
+
+bfloat16::operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+int64_t itemsize(DType dt) { return info(dt).itemsize; }
+
+std::string_view dtype_name(DType dt) { return info(dt).name; }
+
+std::string_view dtype_short_name(DType dt) { return info(dt).short_name; }
+
+std::string type_string(DType dt, const Shape& shape) {
+  std::string out(dtype_short_name(dt));
+  out += '[';
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(shape[i]);
+  }
+  out += ']';
+  return out;
+}
+
+bool is_floating(DType dt) {
+  return dt == DType::kFloat16 || dt == DType::kBFloat16 || dt == DType::kFloat32 ||
+         dt == DType::kFloat64;
+}
+
+bool is_integer(DType dt) {
+  return dt == DType::kInt32 || dt == DType::kInt64 || dt == DType::kUInt32;
+}
+
+DType promote_types(DType a, DType b) {
+  info(a);  // rejects invalid enumerators before they take part in the lattice
+  info(b);
+  if (a == b) return a;
+  if (a == DType::kBool) return b;
+  if (b == DType::kBool) return a;
+  const bool a_float = is_floating(a);
+  const bool b_float = is_floating(b);
+  // Any two distinct integer types (i32/u32, or either with i64) join at int64.
+  if (!a_float && !b_float) return DType::kInt64;
+  if (!a_float) return b;
+  if (!b_float) return a;
+  const auto width = [](DType dt) {
+    return dt == DType::kFloat64 ? 2 : dt == DType::kFloat32 ? 1 : 0;
+  };
+  // Distinct floats of equal width are float16 and bfloat16, which join at float32.
+  if (width(a) == width(b)) return DType::kFloat32;
+  return width(a) > width(b) ? a : b;
+}
+
+DType promote_with_scalar(DType array_dtype, bool scalar_is_float) {
+  info(array_dtype);
+  if (scalar_is_float) return is_floating(array_dtype) ? array_dtype : DType::kFloat32;
+  return array_dtype == DType::kBool ? DType::kInt32 : array_dtype;
+}
+
+int64_t shape_size(const Shape& shape) {
+  int64_t size = 1;
+  for (const int64_t extent : shape) size *= extent;
+  return size;
+}
+
+std::string shape_tuple_string(const Shape& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) out += ',';
+  out += ')';
+  return out;
+}
+
+}  // namespace spmd

@@ -1,0 +1,73 @@
+// OpSignature hashing and descriptions (op_signature.h).
+#include "exec/op_signature.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace spmd::internal {
+
+const char* collective_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kPsum: return "psum";
+    case CollectiveKind::kPmean: return "pmean";
+    case CollectiveKind::kPmax: return "pmax";
+    case CollectiveKind::kPmin: return "pmin";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kPsumScatter: return "psum_scatter";
+    case CollectiveKind::kPpermute: return "ppermute";
+    case CollectiveKind::kPshuffle: return "pshuffle";
+    case CollectiveKind::kAllToAll: return "all_to_all";
+    case CollectiveKind::kBarrier: return "barrier";
+  }
+  return "collective";
+}
+
+uint64_t hash_combine(uint64_t seed, uint64_t value) {
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  for (int i = 0; i < 8; ++i) {
+    seed ^= (value >> (8 * i)) & 0xff;
+    seed *= kPrime;
+  }
+  return seed;
+}
+
+void OpSignature::set_shape(const Shape& shape) {
+  ndim = static_cast<int>(shape.size());
+  shape_hash = 0xcbf29ce484222325ull;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d < static_cast<size_t>(kMaxDims)) dims[d] = shape[d];
+    shape_hash = hash_combine(shape_hash, static_cast<uint64_t>(shape[d]));
+  }
+}
+
+uint64_t OpSignature::hash() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = hash_combine(h, static_cast<uint64_t>(kind));
+  h = hash_combine(h, static_cast<uint64_t>(dtype));
+  h = hash_combine(h, static_cast<uint64_t>(ndim));
+  h = hash_combine(h, shape_hash);
+  h = hash_combine(h, static_cast<uint64_t>(naxes));
+  for (int i = 0; i < naxes; ++i) h = hash_combine(h, static_cast<uint64_t>(axes[i]));
+  for (int64_t p : params) h = hash_combine(h, static_cast<uint64_t>(p));
+  return hash_combine(h, extra_hash);
+}
+
+std::string OpSignature::describe(const Mesh& mesh) const {
+  std::string axes_str;
+  for (int i = 0; i < naxes; ++i) {
+    if (i) axes_str += ", ";
+    axes_str += fmt::format("'{}'", mesh.axis_names()[axes[i]]);
+  }
+  if (naxes != 1) axes_str = "(" + axes_str + ")";
+  if (kind == CollectiveKind::kBarrier) return fmt::format("barrier over {}", axes_str);
+  std::string dims_str;
+  for (int d = 0; d < ndim; ++d) {
+    if (d) dims_str += ",";
+    dims_str += d < kMaxDims ? std::to_string(dims[d]) : "...";
+  }
+  return fmt::format("{} of {}[{}] over {}", collective_name(kind), dtype_short_name(dtype),
+                     dims_str, axes_str);
+}
+
+}  // namespace spmd::internal

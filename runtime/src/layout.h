@@ -1,0 +1,28 @@
+// Internal: the arithmetic of PartitionSpecs over a mesh (JAX's block formation, §3.4 of
+// jax-semantics.md), shared by NamedSharding, device_put and shard_map.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "spmd/mesh.h"
+#include "spmd/partition_spec.h"
+#include "spmd/sharding.h"
+
+namespace spmd::internal {
+
+// The product of the sizes of the axes an entry names (1 for None).
+int64_t entry_size(const Mesh& mesh, const PartitionSpec::Entry& entry);
+// The block index an entry gives the device at `coords`: mixed radix over the entry's axes,
+// first name most significant.
+int64_t entry_block(const Mesh& mesh, const PartitionSpec::Entry& entry,
+                    const std::vector<int64_t>& coords);
+// The shape of one block (extents already known to divide).
+Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
+// The index range of the block held by the device at mesh position `linear`.
+Index block_index(const Mesh& mesh, const PartitionSpec& spec, const Shape& global,
+                  int64_t linear);
+// ValueError unless every axis `spec` names is in `mesh` and none repeats.
+void check_spec_axes(const Mesh& mesh, const PartitionSpec& spec);
+
+}  // namespace spmd::internal

@@ -1,0 +1,649 @@
+// jax.numpy-style operations (spmd/ops.h): shapes, promotion and broadcasting here, element work
+// in the backend's kernels.
+#include "spmd/ops.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "array_impl.h"
+#include "spmd/errors.h"
+
+namespace spmd {
+namespace {
+
+using internal::broadcast_view;
+using internal::const_view;
+using internal::empty_array;
+using internal::kernels;
+using internal::local;
+using internal::mut_view;
+using internal::vma_of;
+using internal::with_vma;
+
+int normalize_axis(int axis, int ndim) {
+  if (axis < -ndim || axis >= ndim) {
+    throw ValueError(fmt::format("axis {} is out of bounds for array of dimension {}", axis, ndim));
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) {
+      throw ValueError(fmt::format("Incompatible shapes for broadcasting: shapes=[{}, {}]",
+                                   shape_tuple_string(a), shape_tuple_string(b)));
+    }
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// The floating type jnp gives integer inputs of transcendental ops and true division.
+DType inexact(DType dt) {
+  if (is_floating(dt)) return dt;
+  return dt == DType::kInt64 ? DType::kFloat64 : DType::kFloat32;
+}
+
+Array unary(internal::UnaryOp op, const Array& x, DType dtype) {
+  Array in = local(x.dtype() == dtype ? x : astype(x, dtype));
+  Array out = empty_array(dtype, x.shape());
+  kernels().unary(op, const_view(in), mut_view(out));
+  return with_vma(out, vma_of(x));
+}
+
+Array float_unary(internal::UnaryOp op, const Array& x) { return unary(op, x, inexact(x.dtype())); }
+
+Array binary(internal::BinaryOp op, const Array& a, const Array& b, DType compute, DType result) {
+  Shape shape = broadcast_shapes(a.shape(), b.shape());
+  Array la = local(a.dtype() == compute ? a : astype(a, compute));
+  Array lb = local(b.dtype() == compute ? b : astype(b, compute));
+  Array out = empty_array(result, shape);
+  kernels().binary(op, broadcast_view(la, shape), broadcast_view(lb, shape), mut_view(out));
+  return with_vma(out, vma_of(a) | vma_of(b));
+}
+
+Array arithmetic(internal::BinaryOp op, const Array& a, const Array& b) {
+  DType dt = promote_types(a.dtype(), b.dtype());
+  return binary(op, a, b, dt, dt);
+}
+
+Array comparison(internal::BinaryOp op, const Array& a, const Array& b) {
+  return binary(op, a, b, promote_types(a.dtype(), b.dtype()), DType::kBool);
+}
+
+Array logical(internal::BinaryOp op, const Array& a, const Array& b) {
+  return binary(op, a, b, DType::kBool, DType::kBool);
+}
+
+std::vector<int> normalize_axes(const Axes& axes, int ndim) {
+  std::vector<int> out;
+  if (!axes.get()) {
+    out.resize(ndim);
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  for (int a : *axes.get()) {
+    int n = normalize_axis(a, ndim);
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      throw ValueError(fmt::format("duplicate value in 'axis': {}", a));
+    }
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Moves `axes` to the end (a stride permutation) and reduces them.
+Array reduce(internal::ReduceOp op, const Array& x, const std::vector<int>& axes, bool keepdims,
+             DType out_dtype) {
+  Array in = local(x);
+  internal::ConstView v = const_view(in);
+  internal::ConstView permuted = v;
+  permuted.shape.clear();
+  permuted.strides.clear();
+  Shape kept, kept_dims = x.shape();
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (std::find(axes.begin(), axes.end(), d) != axes.end()) {
+      kept_dims[d] = 1;
+      continue;
+    }
+    permuted.shape.push_back(v.shape[d]);
+    permuted.strides.push_back(v.strides[d]);
+    kept.push_back(v.shape[d]);
+  }
+  for (int d : axes) {
+    permuted.shape.push_back(v.shape[d]);
+    permuted.strides.push_back(v.strides[d]);
+  }
+  Array out = empty_array(out_dtype, kept);
+  kernels().reduce(op, permuted, static_cast<int>(axes.size()), mut_view(out));
+  if (keepdims) out = reshape(out, kept_dims);
+  return with_vma(out, vma_of(x));
+}
+
+void check_nonempty(const Array& x, const std::vector<int>& axes, const char* name) {
+  for (int d : axes) {
+    if (x.shape()[d] == 0) {
+      throw ValueError(fmt::format(
+          "zero-size array to reduction operation {} which has no identity (shape {})", name,
+          shape_tuple_string(x.shape())));
+    }
+  }
+}
+
+// A strided view of x with each dimension d restricted to start[d] + i*step[d], i < shape[d].
+Array strided_copy(const Array& x, const Shape& shape, const std::vector<int64_t>& start,
+                   const std::vector<int64_t>& step) {
+  Array in = local(x);
+  internal::ConstView v = const_view(in);
+  const char* base = static_cast<const char*>(v.data);
+  const int64_t item = itemsize(x.dtype());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] > 0) base += start[d] * v.strides[d] * item;
+    v.strides[d] *= step[d];
+  }
+  v.data = base;
+  v.shape = shape;
+  Array out = empty_array(x.dtype(), shape);
+  kernels().copy(v, mut_view(out));
+  return with_vma(out, vma_of(x));
+}
+
+}  // namespace
+
+// ---- constructors ----
+
+Array arange(int64_t n, DType dtype) {
+  if (n < 0) n = 0;
+  Array out = empty_array(dtype, {n});
+  kernels().iota(mut_view(out));
+  return out;
+}
+
+Array arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
+  if (step == 0) throw ValueError("arange: step must not be zero");
+  int64_t n = std::max<int64_t>(0, (stop - start + step + (step > 0 ? -1 : 1)) / step);
+  std::vector<int64_t> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = start + i * step;
+  return Array::from_vector(values).astype(dtype);
+}
+
+Array full(Shape shape, double value, DType dtype) {
+  Array out = empty_array(dtype, shape);
+  kernels().fill(mut_view(out), value);
+  return out;
+}
+Array zeros(Shape shape, DType dtype) { return full(std::move(shape), 0, dtype); }
+Array ones(Shape shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+Array zeros_like(const Array& x) { return zeros(x.shape(), x.dtype()); }
+Array ones_like(const Array& x) { return ones(x.shape(), x.dtype()); }
+Array full_like(const Array& x, double value) { return full(x.shape(), value, x.dtype()); }
+
+// ---- elementwise ----
+
+Array operator-(const Array& x) {
+  if (x.dtype() == DType::kBool) {
+    throw TypeError("negation is not supported for bool arrays; use operator! (logical not)");
+  }
+  return unary(internal::UnaryOp::kNeg, x, x.dtype());
+}
+Array operator!(const Array& x) { return unary(internal::UnaryOp::kLogicalNot, x, DType::kBool); }
+Array exp(const Array& x) { return float_unary(internal::UnaryOp::kExp, x); }
+Array log(const Array& x) { return float_unary(internal::UnaryOp::kLog, x); }
+Array sqrt(const Array& x) { return float_unary(internal::UnaryOp::kSqrt, x); }
+Array tanh(const Array& x) { return float_unary(internal::UnaryOp::kTanh, x); }
+Array erf_inv(const Array& x) { return float_unary(internal::UnaryOp::kErfInv, x); }
+Array floor(const Array& x) {
+  return is_floating(x.dtype()) ? unary(internal::UnaryOp::kFloor, x, x.dtype()) : x;
+}
+Array ceil(const Array& x) {
+  return is_floating(x.dtype()) ? unary(internal::UnaryOp::kCeil, x, x.dtype()) : x;
+}
+Array round(const Array& x) {
+  return is_floating(x.dtype()) ? unary(internal::UnaryOp::kRound, x, x.dtype()) : x;
+}
+Array abs(const Array& x) { return unary(internal::UnaryOp::kAbs, x, x.dtype()); }
+Array sign(const Array& x) { return unary(internal::UnaryOp::kSign, x, x.dtype()); }
+Array square(const Array& x) { return unary(internal::UnaryOp::kSquare, x, x.dtype()); }
+
+Array add(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kAdd, a, b); }
+Array subtract(const Array& a, const Array& b) {
+  return arithmetic(internal::BinaryOp::kSub, a, b);
+}
+Array multiply(const Array& a, const Array& b) {
+  return arithmetic(internal::BinaryOp::kMul, a, b);
+}
+Array divide(const Array& a, const Array& b) {
+  DType dt = inexact(promote_types(a.dtype(), b.dtype()));
+  return binary(internal::BinaryOp::kDiv, a, b, dt, dt);
+}
+Array floor_divide(const Array& a, const Array& b) {
+  return arithmetic(internal::BinaryOp::kFloorDiv, a, b);
+}
+Array remainder(const Array& a, const Array& b) {
+  return arithmetic(internal::BinaryOp::kRem, a, b);
+}
+Array power(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kPow, a, b); }
+Array maximum(const Array& a, const Array& b) {
+  return arithmetic(internal::BinaryOp::kMax, a, b);
+}
+Array minimum(const Array& a, const Array& b) {
+  return arithmetic(internal::BinaryOp::kMin, a, b);
+}
+Array logical_and(const Array& a, const Array& b) {
+  return logical(internal::BinaryOp::kAnd, a, b);
+}
+Array logical_or(const Array& a, const Array& b) { return logical(internal::BinaryOp::kOr, a, b); }
+Array equal(const Array& a, const Array& b) { return comparison(internal::BinaryOp::kEq, a, b); }
+Array not_equal(const Array& a, const Array& b) {
+  return comparison(internal::BinaryOp::kNe, a, b);
+}
+Array less(const Array& a, const Array& b) { return comparison(internal::BinaryOp::kLt, a, b); }
+Array less_equal(const Array& a, const Array& b) {
+  return comparison(internal::BinaryOp::kLe, a, b);
+}
+Array greater(const Array& a, const Array& b) {
+  return comparison(internal::BinaryOp::kGt, a, b);
+}
+Array greater_equal(const Array& a, const Array& b) {
+  return comparison(internal::BinaryOp::kGe, a, b);
+}
+
+Array where(const Array& cond, const Array& a, const Array& b) {
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape()), b.shape());
+  DType dt = promote_types(a.dtype(), b.dtype());
+  Array lc = local(cond.dtype() == DType::kBool ? cond : astype(cond, DType::kBool));
+  Array la = local(a.dtype() == dt ? a : astype(a, dt));
+  Array lb = local(b.dtype() == dt ? b : astype(b, dt));
+  Array out = empty_array(dt, shape);
+  kernels().select(broadcast_view(lc, shape), broadcast_view(la, shape),
+                   broadcast_view(lb, shape), mut_view(out));
+  return with_vma(out, vma_of(cond) | vma_of(a) | vma_of(b));
+}
+
+Array weak_scalar(WeakScalar s, const Array& like) {
+  return full({}, s.value, promote_with_scalar(like.dtype(), s.is_float));
+}
+Array where(const Array& cond, const Array& a, WeakScalar b) {
+  return where(cond, a, weak_scalar(b, a));
+}
+Array where(const Array& cond, WeakScalar a, const Array& b) {
+  return where(cond, weak_scalar(a, b), b);
+}
+Array maximum(const Array& a, WeakScalar b) { return maximum(a, weak_scalar(b, a)); }
+Array minimum(const Array& a, WeakScalar b) { return minimum(a, weak_scalar(b, a)); }
+Array power(const Array& a, WeakScalar b) { return power(a, weak_scalar(b, a)); }
+
+// ---- reductions ----
+
+Array sum(const Array& x, Axes axes, bool keepdims) {
+  DType dt = x.dtype() == DType::kBool ? DType::kInt32 : x.dtype();
+  return reduce(internal::ReduceOp::kSum, x.dtype() == dt ? x : astype(x, dt),
+                normalize_axes(axes, x.ndim()), keepdims, dt);
+}
+
+Array prod(const Array& x, Axes axes, bool keepdims) {
+  DType dt = x.dtype() == DType::kBool ? DType::kInt32 : x.dtype();
+  return reduce(internal::ReduceOp::kProd, x.dtype() == dt ? x : astype(x, dt),
+                normalize_axes(axes, x.ndim()), keepdims, dt);
+}
+
+Array mean(const Array& x, Axes axes, bool keepdims) {
+  std::vector<int> ax = normalize_axes(axes, x.ndim());
+  int64_t count = 1;
+  for (int d : ax) count *= x.shape()[d];
+  // Like jnp.mean, half floats are summed in float32 and rounded once at the end.
+  DType result = inexact(x.dtype());
+  DType acc = (result == DType::kFloat16 || result == DType::kBFloat16) ? DType::kFloat32 : result;
+  Array total = reduce(internal::ReduceOp::kSum, astype(x, acc), ax, keepdims, acc);
+  return astype(divide(total, full({}, static_cast<double>(count), acc)), result);
+}
+
+Array max(const Array& x, Axes axes, bool keepdims) {
+  std::vector<int> ax = normalize_axes(axes, x.ndim());
+  check_nonempty(x, ax, "max");
+  return reduce(internal::ReduceOp::kMax, x, ax, keepdims, x.dtype());
+}
+
+Array min(const Array& x, Axes axes, bool keepdims) {
+  std::vector<int> ax = normalize_axes(axes, x.ndim());
+  check_nonempty(x, ax, "min");
+  return reduce(internal::ReduceOp::kMin, x, ax, keepdims, x.dtype());
+}
+
+Array any(const Array& x, Axes axes, bool keepdims) {
+  return reduce(internal::ReduceOp::kAny, astype(x, DType::kBool), normalize_axes(axes, x.ndim()),
+                keepdims, DType::kBool);
+}
+
+Array all(const Array& x, Axes axes, bool keepdims) {
+  return reduce(internal::ReduceOp::kAll, astype(x, DType::kBool), normalize_axes(axes, x.ndim()),
+                keepdims, DType::kBool);
+}
+
+static Array arg_reduce(internal::ReduceOp op, const char* name, const Array& x,
+                        std::optional<int> axis, bool keepdims) {
+  if (!axis) {
+    Array flat = reshape(x, {x.size()});
+    check_nonempty(flat, {0}, name);
+    Array out = reduce(op, flat, {0}, false, DType::kInt32);
+    return keepdims ? reshape(out, Shape(x.ndim(), 1)) : out;
+  }
+  std::vector<int> ax{normalize_axis(*axis, x.ndim())};
+  check_nonempty(x, ax, name);
+  return reduce(op, x, ax, keepdims, DType::kInt32);
+}
+
+Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
+  return arg_reduce(internal::ReduceOp::kArgMax, "argmax", x, axis, keepdims);
+}
+Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
+  return arg_reduce(internal::ReduceOp::kArgMin, "argmin", x, axis, keepdims);
+}
+
+// ---- linear algebra ----
+
+Array matmul(const Array& a, const Array& b) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw ValueError(fmt::format("matmul operands must have at least one dimension, got {} and {}",
+                                 type_string(a.dtype(), a.shape()),
+                                 type_string(b.dtype(), b.shape())));
+  }
+  DType dt = promote_types(a.dtype(), b.dtype());
+  Array a2 = a.ndim() == 1 ? expand_dims(a, 0) : a;
+  Array b2 = b.ndim() == 1 ? expand_dims(b, 1) : b;
+  int64_t m = a2.shape()[a2.ndim() - 2], k = a2.shape()[a2.ndim() - 1];
+  int64_t k2 = b2.shape()[b2.ndim() - 2], n = b2.shape()[b2.ndim() - 1];
+  if (k != k2) {
+    throw ValueError(fmt::format(
+        "dot_general requires contracting dimensions to have the same shape, got ({},) and ({},) "
+        "(matmul of {} and {})",
+        k, k2, type_string(a.dtype(), a.shape()), type_string(b.dtype(), b.shape())));
+  }
+  Shape batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
+                                 Shape(b2.shape().begin(), b2.shape().end() - 2));
+  int64_t nb = shape_size(batch);
+  // Collapse the batch dimensions: broadcast copies only when there are several of them.
+  auto batched = [&](const Array& x, int64_t rows, int64_t cols) {
+    Shape full_shape = batch;
+    full_shape.push_back(rows);
+    full_shape.push_back(cols);
+    Array lx = local(x.dtype() == dt ? x : astype(x, dt));
+    if (batch.size() > 1) lx = local(reshape(broadcast_to(lx, full_shape), {nb, rows, cols}));
+    internal::ConstView v = broadcast_view(lx, batch.size() > 1 ? Shape{nb, rows, cols} : full_shape);
+    if (batch.empty()) {
+      v.shape.insert(v.shape.begin(), 1);
+      v.strides.insert(v.strides.begin(), 0);
+    }
+    return std::make_pair(lx, v);
+  };
+  auto [la, va] = batched(a2, m, k);
+  auto [lb, vb] = batched(b2, k, n);
+  Array out = empty_array(dt, {nb, m, n});
+  kernels().matmul(va, vb, mut_view(out));
+  Shape out_shape = batch;
+  if (a.ndim() > 1) out_shape.push_back(m);
+  if (b.ndim() > 1) out_shape.push_back(n);
+  return with_vma(reshape(out, out_shape), vma_of(a) | vma_of(b));
+}
+
+Array dot(const Array& a, const Array& b) {
+  if (a.ndim() > 2 || b.ndim() > 2) {
+    throw NotImplementedError(fmt::format(
+        "spmd::dot supports operands of rank <= 2, got {} and {}; use spmd::matmul for batches",
+        type_string(a.dtype(), a.shape()), type_string(b.dtype(), b.shape())));
+  }
+  return matmul(a, b);
+}
+
+// ---- shape manipulation ----
+
+Array reshape(const Array& x, Shape shape) {
+  int64_t known = 1, infer = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && infer < 0) {
+      infer = static_cast<int64_t>(d);
+    } else {
+      known *= shape[d];
+    }
+  }
+  if (infer >= 0 && known > 0 && x.size() % known == 0) shape[infer] = x.size() / known;
+  if (shape_size(shape) != x.size() ||
+      std::any_of(shape.begin(), shape.end(), [](int64_t e) { return e < 0; })) {
+    throw ValueError(fmt::format("cannot reshape array of shape {} (size {}) into shape {}",
+                                 shape_tuple_string(x.shape()), x.size(),
+                                 shape_tuple_string(shape)));
+  }
+  Array in = local(x);
+  const internal::ShardData& s = internal::single_shard(in);
+  return with_vma(internal::array_from_buffer(x.dtype(), std::move(shape), s.buffer, s.offset),
+                  vma_of(x));
+}
+
+Array transpose(const Array& x, std::vector<int> perm) {
+  int n = x.ndim();
+  if (perm.empty()) {
+    for (int d = n - 1; d >= 0; --d) perm.push_back(d);
+  }
+  std::vector<int> seen(n, 0);
+  bool valid = static_cast<int>(perm.size()) == n;
+  for (int& p : perm) {
+    if (!valid || p < -n || p >= n) {
+      valid = false;
+      break;
+    }
+    p = p < 0 ? p + n : p;
+    valid = seen[p]++ == 0;
+  }
+  if (!valid) {
+    throw ValueError(fmt::format("transpose permutation isn't a permutation of operand dimensions, "
+                                 "got permutation {} for operand shape {}",
+                                 fmt::join(perm, ", "), shape_tuple_string(x.shape())));
+  }
+  Array in = local(x);
+  internal::ConstView v = const_view(in);
+  internal::ConstView t = v;
+  Shape shape(n);
+  for (int d = 0; d < n; ++d) {
+    shape[d] = v.shape[perm[d]];
+    t.shape[d] = v.shape[perm[d]];
+    t.strides[d] = v.strides[perm[d]];
+  }
+  Array out = empty_array(x.dtype(), shape);
+  kernels().copy(t, mut_view(out));
+  return with_vma(out, vma_of(x));
+}
+
+Array swapaxes(const Array& x, int a, int b) {
+  std::vector<int> perm(x.ndim());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[normalize_axis(a, x.ndim())], perm[normalize_axis(b, x.ndim())]);
+  return transpose(x, perm);
+}
+
+Array moveaxis(const Array& x, int source, int destination) {
+  int s = normalize_axis(source, x.ndim()), d = normalize_axis(destination, x.ndim());
+  std::vector<int> perm;
+  for (int i = 0; i < x.ndim(); ++i) {
+    if (i != s) perm.push_back(i);
+  }
+  perm.insert(perm.begin() + d, s);
+  return transpose(x, perm);
+}
+
+Array astype(const Array& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Array in = local(x);
+  Array out = empty_array(dtype, x.shape());
+  kernels().copy(const_view(in), mut_view(out));
+  return with_vma(out, vma_of(x));
+}
+
+Array broadcast_to(const Array& x, Shape shape) {
+  if (broadcast_shapes(x.shape(), shape) != shape) {
+    throw ValueError(fmt::format("Incompatible shapes for broadcasting: {} and requested shape {}",
+                                 shape_tuple_string(x.shape()), shape_tuple_string(shape)));
+  }
+  Array in = local(x);
+  Array out = empty_array(x.dtype(), shape);
+  kernels().copy(broadcast_view(in, shape), mut_view(out));
+  return with_vma(out, vma_of(x));
+}
+
+Array concatenate(const std::vector<Array>& xs, int axis) {
+  if (xs.empty()) throw ValueError("Need at least one array to concatenate.");
+  int n = xs[0].ndim();
+  if (n == 0) throw ValueError("Zero-dimensional arrays cannot be concatenated.");
+  int ax = normalize_axis(axis, n);
+  Shape shape = xs[0].shape();
+  shape[ax] = 0;
+  DType dt = xs[0].dtype();
+  uint64_t vma = 0;
+  for (const Array& x : xs) {
+    Shape s = x.shape();
+    bool ok = x.ndim() == n;
+    for (int d = 0; ok && d < n; ++d) ok = d == ax || s[d] == xs[0].shape()[d];
+    if (!ok) {
+      throw ValueError(fmt::format(
+          "Cannot concatenate arrays with shapes that differ in dimensions other than the one "
+          "being concatenated: concatenating along dimension {} for shapes {} and {}.",
+          ax, shape_tuple_string(xs[0].shape()), shape_tuple_string(s)));
+    }
+    shape[ax] += s[ax];
+    dt = promote_types(dt, x.dtype());
+    vma |= vma_of(x);
+  }
+  Array out = empty_array(dt, shape);
+  internal::MutView dst = mut_view(out);
+  int64_t offset = 0;
+  for (const Array& x : xs) {
+    internal::MutView part = dst;
+    part.data = static_cast<char*>(dst.data) + offset * dst.strides[ax] * itemsize(dt);
+    part.shape[ax] = x.shape()[ax];
+    Array lx = local(x);
+    kernels().copy(const_view(lx), part);
+    offset += x.shape()[ax];
+  }
+  return with_vma(out, vma);
+}
+
+Array stack(const std::vector<Array>& xs, int axis) {
+  if (xs.empty()) throw ValueError("Need at least one array to stack.");
+  for (const Array& x : xs) {
+    if (x.shape() != xs[0].shape()) {
+      throw ValueError(fmt::format("All input arrays must have the same shape, got {} and {}",
+                                   shape_tuple_string(xs[0].shape()),
+                                   shape_tuple_string(x.shape())));
+    }
+  }
+  int ax = normalize_axis(axis, xs[0].ndim() + 1);
+  std::vector<Array> expanded;
+  for (const Array& x : xs) expanded.push_back(expand_dims(x, ax));
+  return concatenate(expanded, ax);
+}
+
+Array squeeze(const Array& x, std::optional<std::vector<int>> axes) {
+  std::vector<int> ax;
+  if (axes) {
+    for (int a : *axes) ax.push_back(normalize_axis(a, x.ndim()));
+    for (int a : ax) {
+      if (x.shape()[a] != 1) {
+        throw ValueError(fmt::format(
+            "cannot select an axis to squeeze out which has size not equal to one, got shape={} "
+            "and dimensions=({},)",
+            shape_tuple_string(x.shape()), fmt::join(ax, ", ")));
+      }
+    }
+  } else {
+    for (int d = 0; d < x.ndim(); ++d) {
+      if (x.shape()[d] == 1) ax.push_back(d);
+    }
+  }
+  Shape shape;
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (std::find(ax.begin(), ax.end(), d) == ax.end()) shape.push_back(x.shape()[d]);
+  }
+  return reshape(x, shape);
+}
+
+Array expand_dims(const Array& x, int axis) {
+  int ax = normalize_axis(axis, x.ndim() + 1);
+  Shape shape = x.shape();
+  shape.insert(shape.begin() + ax, 1);
+  return reshape(x, shape);
+}
+
+Array slice(const Array& x, const std::vector<int64_t>& start, const std::vector<int64_t>& stop,
+            const std::vector<int64_t>& step) {
+  int n = x.ndim();
+  if (static_cast<int>(start.size()) > n || stop.size() != start.size() ||
+      (!step.empty() && step.size() != start.size())) {
+    throw ValueError(fmt::format(
+        "slice needs start, stop (and step) of equal length at most the rank {}, got {}, {}, {}",
+        n, start.size(), stop.size(), step.size()));
+  }
+  Shape shape = x.shape();
+  std::vector<int64_t> begin(n, 0), steps(n, 1);
+  for (size_t d = 0; d < start.size(); ++d) {
+    int64_t size = x.shape()[d];
+    int64_t st = step.empty() ? 1 : step[d];
+    if (st == 0) throw ValueError("slice step cannot be zero");
+    // Python's slice.indices().
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v += size;
+      if (st > 0) return std::clamp<int64_t>(v, 0, size);
+      return std::clamp<int64_t>(v, -1, size - 1);
+    };
+    int64_t b = clamp(start[d]), e = clamp(stop[d]);
+    int64_t len = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st)
+                         : std::max<int64_t>(0, (b - e - st - 1) / -st);
+    begin[d] = b;
+    steps[d] = st;
+    shape[d] = len;
+  }
+  return strided_copy(x, shape, begin, steps);
+}
+
+Array take(const Array& x, int64_t index, int axis) {
+  int ax = normalize_axis(axis, x.ndim());
+  int64_t size = x.shape()[ax];
+  if (index < -size || index >= size) {
+    throw IndexError(fmt::format("index {} is out of bounds for axis {} with size {}", index, ax,
+                                 size));
+  }
+  if (index < 0) index += size;
+  Shape shape = x.shape();
+  shape.erase(shape.begin() + ax);
+  if (ax == 0) {  // a contiguous sub-block: share the buffer
+    Array in = local(x);
+    const internal::ShardData& s = internal::single_shard(in);
+    size_t offset = s.offset + index * shape_size(shape) * itemsize(x.dtype());
+    return with_vma(internal::array_from_buffer(x.dtype(), shape, s.buffer, offset), vma_of(x));
+  }
+  std::vector<int64_t> start(x.ndim(), 0), stop(x.shape().begin(), x.shape().end());
+  start[ax] = index;
+  stop[ax] = index + 1;
+  return reshape(slice(x, start, stop), shape);
+}
+
+Array copy(const Array& x) {
+  Array in = local(x);
+  Array out = empty_array(x.dtype(), x.shape());
+  kernels().copy(const_view(in), mut_view(out));
+  return with_vma(out, vma_of(x));
+}
+
+bool array_equal(const Array& a, const Array& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  Array la = local(a), lb = local(b);
+  size_t bytes = static_cast<size_t>(a.size() * itemsize(a.dtype()));
+  return bytes == 0 || std::memcmp(const_view(la).data, const_view(lb).data, bytes) == 0;
+}
+
+}  // namespace spmd

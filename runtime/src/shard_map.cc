@@ -1,0 +1,375 @@
+// shard_map: validation with JAX's messages, block formation, launch, and output assembly with
+// the check_vma test (spmd/shard_map.h).
+#include "spmd/shard_map.h"
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "array_impl.h"
+#include "exec/call_context.h"
+#include "exec/executor.h"
+#include "layout.h"
+#include "spmd/errors.h"
+
+namespace spmd {
+
+std::string Specs::str() const {
+  if (single_) return specs_[0].str();
+  std::string out = "[";
+  for (size_t i = 0; i < specs_.size(); ++i) out += (i ? ", " : "") + specs_[i].str();
+  return out + "]";
+}
+
+namespace internal {
+namespace {
+
+// JAX's long array type form used by shard_map messages: "int32[6]", "float32[4,2]".
+std::string long_type(const Array& a) {
+  std::string dims;
+  for (size_t d = 0; d < a.shape().size(); ++d) {
+    dims += (d ? "," : "") + std::to_string(a.shape()[d]);
+  }
+  return fmt::format("{}[{}]", dtype_name(a.dtype()), dims);
+}
+
+std::string mesh_line(const Mesh& mesh) {
+  return fmt::format("The mesh given has shape {} with corresponding axis names {}.",
+                     mesh.sizes_str(), mesh.names_str());
+}
+
+std::string axes_set(const Mesh& mesh, uint64_t mask) {
+  std::string out;
+  for (int a = 0; a < mesh.ndim(); ++a) {
+    if (mask >> a & 1) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", mesh.axis_names()[a]);
+  }
+  return "{" + out + "}";
+}
+
+std::string spec_path(const char* what, const Specs& specs, size_t i) {
+  return specs.is_single() ? what : fmt::format("{}[{}]", what, i);
+}
+
+// The spec of each leaf: one spec broadcast to all, or one per leaf.
+std::vector<PartitionSpec> expand_specs(const Specs& specs, size_t leaves, const char* what,
+                                        const char* leaf_kind) {
+  if (specs.is_single()) return std::vector<PartitionSpec>(leaves, specs.specs()[0]);
+  if (specs.specs().size() != leaves) {
+    throw ValueError(fmt::format(
+        "pytree structure error: different lengths of tuple at key path\n    shard_map {}\nAt "
+        "that key path, the prefix pytree shard_map {} has a subtree of type list of length {}, "
+        "but the full pytree has a subtree of the same type but of length {} (the {}). Give one "
+        "PartitionSpec per {}, or a single PartitionSpec for all of them.",
+        what, what, specs.specs().size(), leaves, leaf_kind, leaf_kind));
+  }
+  return specs.specs();
+}
+
+// Checks that a spec names only mesh axes that are manual in this call, each at most once.
+void check_spec_names(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
+                      const std::string& path, const char* what) {
+  const Mesh& mesh = plan.mesh;
+  for (const std::string& name : spec.axis_names()) {
+    int a = mesh.axis_index(name);
+    if (a < 0) {
+      throw ValueError(fmt::format(
+          "shard_map {} is {}, which refers to axis '{}' that is not in the mesh. {} Check the "
+          "{} values passed to shard_map.",
+          path, spec.str(), name, mesh_line(mesh), what));
+    }
+    if (!(manual >> a & 1)) {
+      throw ValueError(fmt::format(
+          "shard_map {} argument must refer to an axis marked as manual ({}), but:\n\n  {} "
+          "refers to '{}'\n\nCheck the {} values passed to shard_map.",
+          what, axes_set(mesh, manual), path, name, what));
+    }
+  }
+  check_spec_axes(mesh, spec);
+}
+
+uint64_t manual_mask(const ShardMapPlan& plan) {
+  const Mesh& mesh = plan.mesh;
+  if (plan.options.axis_names.empty()) return (uint64_t{1} << mesh.ndim()) - 1;
+  uint64_t mask = 0;
+  for (const std::string& name : plan.options.axis_names) {
+    int a = mesh.axis_index(name);
+    if (a < 0) {
+      std::string given;
+      for (const std::string& n : plan.options.axis_names) {
+        given += fmt::format("{}'{}'", given.empty() ? "" : ", ", n);
+      }
+      throw ValueError(fmt::format(
+          "shard_map requires axis_names={{{}}} to be a subset of mesh.axis_names={}",
+          given, mesh.names_str()));
+    }
+    mask |= uint64_t{1} << a;
+  }
+  return mask;
+}
+
+uint64_t spec_mask(const Mesh& mesh, const PartitionSpec& spec) {
+  uint64_t mask = 0;
+  for (const std::string& name : spec.axis_names()) mask |= uint64_t{1} << mesh.axis_index(name);
+  return mask;
+}
+
+// Validates the inputs against their specs, collecting every divisibility failure like JAX.
+void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args,
+                  std::span<const int> positions, const std::vector<PartitionSpec>& specs) {
+  const Mesh& mesh = plan.mesh;
+  const std::string& f = plan.fun_name;
+  std::vector<std::string> failures;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const PartitionSpec& spec = specs[i];
+    std::string path = spec_path("in_specs", plan.in_specs, i);
+    int rank = args[i].ndim();
+    if (static_cast<int>(spec.size()) > rank) {
+      throw ValueError(fmt::format(
+          "shard_map applied to the function '{}' was given an in_specs entry which is too long "
+          "to be compatible with the corresponding input value from the function:\n\n{} is {} "
+          "which has length {}, but the passed args[{}] has shape {}, which has rank {} (and {} "
+          "< {})\n\nEntries in in_specs must be of length no greater than the number of axes in "
+          "the corresponding input value.\n\nEither revise the spec to be shorter, or modify '{}' "
+          "so that its inputs have sufficient rank.{}",
+          f, path, spec.str(), spec.size(), positions[i], long_type(args[i]), rank, rank,
+          spec.size(), f,
+          rank == 0 ? "\n\nFor scalar values (rank 0), consider using an in_specs entry of `P()`, "
+                      "where `P = spmd::PartitionSpec`."
+                    : ""));
+    }
+    for (size_t d = 0; d < spec.size(); ++d) {
+      if (spec[d].is_none()) continue;
+      int64_t m = entry_size(mesh, spec[d]);
+      int64_t size = args[i].shape()[d];
+      if (size % m == 0) continue;
+      std::string target =
+          spec[d].is_tuple()
+              ? fmt::format("mesh axes {} (of total size {})", spec[d].str(), m)
+              : fmt::format("mesh axis '{}' (of size {})", spec[d].names()[0], m);
+      failures.push_back(fmt::format(
+          "* the passed args[{}] of shape {} corresponds to {} of value {}, which maps array "
+          "axis {} (of size {}) to {}, but {} does not evenly divide {}",
+          positions[i], long_type(args[i]), path, spec.str(), d, size, target, m, size));
+    }
+  }
+  if (failures.empty()) return;
+  if (failures.size() == 1) failures[0] = failures[0].substr(2);
+  throw ValueError(fmt::format(
+      "shard_map applied to the function '{}' was given argument arrays with axis sizes that are "
+      "not evenly divisible by the corresponding mesh axis sizes:\n\n{}\n\n{}\n\nArray arguments' "
+      "axis sizes must be evenly divisible by the mesh axis or axes indicated by the "
+      "corresponding elements of the argument's in_specs entry. Consider checking that in_specs "
+      "are correct, and if so consider changing the mesh axis sizes or else padding the input "
+      "and adapting '{}' appropriately.",
+      f, mesh_line(mesh), fmt::join(failures, "\n\n"), f));
+}
+
+struct Launch {
+  const ShardMapPlan* plan;
+  const std::vector<Array>* args;
+  const std::vector<PartitionSpec>* in_specs;
+  std::vector<uint64_t> in_vma;
+  BodyRef body;
+  CallContext* call;
+  std::vector<std::vector<Array>> outputs;
+};
+
+void run_device(void* arg, int rank) {
+  Launch& launch = *static_cast<Launch*>(arg);
+  const Mesh& mesh = launch.plan->mesh;
+  DeviceContext ctx;
+  ctx.call = launch.call;
+  ctx.rank = rank;
+  ctx.device = mesh.devices()[rank];
+  ctx.coords = mesh.coords(rank);
+  DeviceScope scope(&ctx);
+  try {
+    std::vector<Array> blocks;
+    blocks.reserve(launch.args->size());
+    for (size_t i = 0; i < launch.args->size(); ++i) {
+      blocks.push_back(with_vma(
+          make_block(mesh, (*launch.args)[i], (*launch.in_specs)[i], rank, ctx.device),
+          launch.in_vma[i]));
+    }
+    launch.outputs[rank] = launch.body.call(launch.body.object, blocks);
+    launch.call->finish(rank);
+  } catch (...) {
+    if (!ctx.threw_abort) launch.call->fail(rank, std::current_exception());
+  }
+}
+
+void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
+               const std::string& path, uint64_t vma) {
+  const Mesh& mesh = plan.mesh;
+  uint64_t mentioned = spec_mask(mesh, spec);
+  uint64_t unmentioned = manual & ~mentioned;
+  if ((vma & unmentioned) == 0) return;
+  std::string detail;
+  if (__builtin_popcountll(unmentioned) == 1) {
+    detail = fmt::format(
+        "{} is {} which implies that the corresponding output value is replicated across mesh "
+        "axis '{}', but could not infer replication over any axes",
+        path, spec.str(), mesh.axis_names()[__builtin_ctzll(unmentioned)]);
+  } else {
+    auto plain = [&](uint64_t mask) {
+      std::string s = axes_set(mesh, mask);
+      s.erase(std::remove(s.begin(), s.end(), '\''), s.end());
+      s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+      return s;
+    };
+    detail = fmt::format(
+        "{} is {} which implies that the corresponding output value is only varying across mesh "
+        "axes {} and not {}, but it was inferred to be possibly varying over {}",
+        path, spec.str(), plain(mentioned), plain(unmentioned & vma), plain(vma));
+  }
+  throw ValueError(fmt::format(
+      "shard_map applied to the function '{}' was given out_specs which require replication "
+      "which can't be statically inferred given the mesh:\n\n{}\n\n{}\n\nCheck if these output "
+      "values are meant to be replicated over those mesh axes. If not, consider revising the "
+      "corresponding out_specs entries. If so, consider disabling the check by passing the "
+      "check_vma=false option (ShardMapOptions{{.check_vma = false}}) to `spmd::shard_map`.",
+      plan.fun_name, mesh_line(mesh), detail));
+}
+
+// Builds output j from every device's block.
+Array assemble_output(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
+                      const std::string& path, const std::vector<std::vector<Array>>& outputs,
+                      size_t j) {
+  const Mesh& mesh = plan.mesh;
+  const Array& first = outputs[0][j];
+  uint64_t vma = 0;
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    const Array& block = outputs[r][j];
+    if (block.shape() != first.shape() || block.dtype() != first.dtype()) {
+      throw ValueError(fmt::format(
+          "the body of '{}' returned blocks of different types for output {}: {} returned {} "
+          "and {} returned {}. Every device must return the same dtype and shape (the body is "
+          "one SPMD program).",
+          plan.fun_name, j, mesh.devices()[0].str(), long_type(first), mesh.devices()[r].str(),
+          long_type(block)));
+    }
+    vma |= vma_of(block);
+  }
+  int rank = first.ndim();
+  if (static_cast<int>(spec.size()) > rank) {
+    throw ValueError(fmt::format(
+        "shard_map applied to the function '{}' was given an out_specs entry which is too long to "
+        "be compatible with the corresponding output value from the function:\n\n{} is {} which "
+        "has length {}, but {}(*args){} has shape {}, which has rank {} (and {} < {})\n\nEntries "
+        "in out_specs must be of length no greater than the number of axes in the corresponding "
+        "output value.\n\nEither revise the spec to be shorter, or modify '{}' so that its "
+        "outputs have sufficient rank.{}",
+        plan.fun_name, path, spec.str(), spec.size(), plan.fun_name,
+        plan.out_specs.is_single() ? "" : fmt::format("[{}]", j), long_type(first), rank, rank,
+        spec.size(), plan.fun_name,
+        rank == 0 ? " In particular, for rank 0 outputs which are not constant over the mesh, "
+                    "add at least one (singleton) axis to them so that they can be concatenated "
+                    "using out_specs."
+                  : ""));
+  }
+  if (plan.options.check_vma) check_vma(plan, manual, spec, path, vma);
+  Shape global = first.shape();
+  for (size_t d = 0; d < spec.size(); ++d) global[d] *= entry_size(mesh, spec[d]);
+  std::vector<ShardData> shards;
+  shards.reserve(mesh.size());
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    const Device& device = mesh.devices()[r];
+    Array block = outputs[r][j];
+    if (!is_local(block, device)) block = read_region(block, full_index(block.shape()), device);
+    const ShardData& s = single_shard(block);
+    shards.push_back(ShardData{device, block_index(mesh, spec, global, r), s.shape, s.buffer,
+                               s.offset});
+  }
+  return make_sharded_array(first.dtype(), std::move(global), NamedSharding(mesh, spec),
+                            std::move(shards));
+}
+
+std::string context_mesh_error(const Mesh& mesh) {
+  DeviceContext* ctx = current_device_context();
+  return fmt::format(
+      "The context mesh {} should match the mesh passed to shard_map {}: shard_map was called "
+      "inside the body of '{}', whose mesh axes are manual there. Nest by mapping over one mesh "
+      "that has every axis (one multi-axis shard_map, which is what spmd-migrate produces for "
+      "nested pmap).",
+      ctx->call->mesh().str(), mesh.str(), ctx->call->fun_name());
+}
+
+}  // namespace
+
+std::string callable_name(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
+  std::string name = status == 0 ? demangled.get() : type.name();
+  if (name.find("lambda") != std::string::npos) return "<lambda>";
+  if (name.find("(*)(") != std::string::npos) return "<function>";
+  return name;
+}
+
+std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
+                                 std::span<const int> arg_positions, BodyRef body,
+                                 int num_outputs) {
+  const Mesh& mesh = plan.mesh;
+  if (mesh.empty()) {
+    throw ValueError(fmt::format(
+        "shard_map requires a non-empty mesh. Got {}. Build one with spmd::make_mesh.",
+        mesh.str()));
+  }
+  if (current_device_context() != nullptr) throw ValueError(context_mesh_error(mesh));
+  uint64_t manual = manual_mask(plan);
+  std::vector<PartitionSpec> in_specs =
+      expand_specs(plan.in_specs, args.size(), "in_specs", "Array arguments f was called with");
+  for (size_t i = 0; i < args.size(); ++i) {
+    check_spec_names(plan, manual, in_specs[i], spec_path("in_specs", plan.in_specs, i),
+                     "in_specs");
+  }
+  if (!plan.out_specs.is_single()) {
+    for (size_t j = 0; j < plan.out_specs.specs().size(); ++j) {
+      check_spec_names(plan, manual, plan.out_specs.specs()[j],
+                       spec_path("out_specs", plan.out_specs, j), "out_specs");
+    }
+  } else {
+    check_spec_names(plan, manual, plan.out_specs.specs()[0], "out_specs", "out_specs");
+  }
+  if (num_outputs >= 0) {
+    expand_specs(plan.out_specs, num_outputs, "out_specs", "outputs f returns");
+  }
+  check_inputs(plan, args, arg_positions, in_specs);
+
+  CallContext call(mesh, manual, plan.options.check_vma,
+                   plan.options.collective_timeout_s.value_or(collective_timeout_s()),
+                   plan.fun_name);
+  Launch launch{&plan, &args, &in_specs, {}, body, &call, {}};
+  launch.outputs.resize(mesh.size());
+  for (const PartitionSpec& spec : in_specs) {
+    launch.in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, spec) : 0);
+  }
+  Executor::instance().run(mesh.devices(), &run_device, &launch);
+  if (std::exception_ptr error = call.error()) std::rethrow_exception(error);
+
+  size_t count = launch.outputs[0].size();
+  for (int64_t r = 1; r < mesh.size(); ++r) {
+    if (launch.outputs[r].size() != count) {
+      throw ValueError(fmt::format(
+          "the body of '{}' returned {} outputs on {} but {} on {}; every device must return the "
+          "same number of outputs.",
+          plan.fun_name, count, mesh.devices()[0].str(), launch.outputs[r].size(),
+          mesh.devices()[r].str()));
+    }
+  }
+  std::vector<PartitionSpec> out_specs =
+      expand_specs(plan.out_specs, count, "out_specs", "outputs f returns");
+  std::vector<Array> results;
+  for (size_t j = 0; j < count; ++j) {
+    results.push_back(assemble_output(plan, manual, out_specs[j],
+                                      spec_path("out_specs", plan.out_specs, j), launch.outputs,
+                                      j));
+  }
+  return results;
+}
+
+}  // namespace internal
+}  // namespace spmd

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what building and testing spmd needs on Debian 12, skipping packages already present.
+# Usage: scripts/setup.sh            (toolchain, GoogleTest, fmt; OpenMPI for the benchmarks)
+set -euo pipefail
+
+packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev libopenmpi-dev openmpi-bin)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds spmd and runs the whole test suite.
+# Usage: scripts/test.sh [--sanitize=thread|address]
+#   --sanitize=thread   ThreadSanitizer build in build-thread/
+#   --sanitize=address  AddressSanitizer + UndefinedBehaviorSanitizer build in build-address/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+scripts/build.sh "$@"
+
+sanitize=""
+for arg in "$@"; do
+  case "$arg" in --sanitize=*) sanitize="${arg#--sanitize=}" ;; esac
+done
+build_dir="build${sanitize:+-$sanitize}"
+
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
