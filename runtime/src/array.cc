@@ -51,10 +51,10 @@ Index full_index(const Shape& shape) {
 
 Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset) {
   Device device = buffer->device();
-  std::vector<ShardData> shards{ShardData{device, full_index(shape), shape, std::move(buffer),
-                                          offset}};
-  return ArrayAccess::wrap(std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(device),
-                                                       std::move(shards)));
+  std::vector<ShardData> shards{
+      ShardData{device, full_index(shape), shape, std::move(buffer), offset}};
+  return ArrayAccess::wrap(
+      std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(device), std::move(shards)));
 }
 
 Array empty_array(DType dtype, const Shape& shape, const Device& device) {
@@ -64,8 +64,8 @@ Array empty_array(DType dtype, const Shape& shape, const Device& device) {
 
 Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding,
                          std::vector<ShardData> shards) {
-  return ArrayAccess::wrap(std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(sharding),
-                                                       std::move(shards)));
+  return ArrayAccess::wrap(
+      std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(sharding), std::move(shards)));
 }
 
 const ShardData& single_shard(const Array& a) {
@@ -128,7 +128,9 @@ Array read_region(const Array& a, const Index& region, const Device& device) {
       empty = empty || overlap[d].first >= overlap[d].second;
     }
     if (empty && shape_size(shape) > 0) continue;
-    ConstView src{static_cast<const char*>(s.buffer->data()) + s.offset, impl.dtype, {},
+    ConstView src{static_cast<const char*>(s.buffer->data()) + s.offset,
+                  impl.dtype,
+                  {},
                   dense_strides(s.shape)};
     MutView dst = dst_all;
     dst.shape.clear();
@@ -208,9 +210,9 @@ Array make_host_array(DType dtype, const void* data, Shape shape, size_t count) 
     }
   }
   if (static_cast<int64_t>(count) != shape_size(shape)) {
-    throw ValueError(fmt::format(
-        "Array::from_vector got {} values for shape {}, which holds {} elements", count,
-        shape_tuple_string(shape), shape_size(shape)));
+    throw ValueError(
+        fmt::format("Array::from_vector got {} values for shape {}, which holds {} elements", count,
+                    shape_tuple_string(shape), shape_size(shape)));
   }
   Device device = current_device();
   Array out = empty_array(dtype, shape, device);
@@ -250,7 +252,12 @@ Array Array::transpose(std::vector<int> perm) const {
   return spmd::transpose(*this, std::move(perm));
 }
 Array Array::astype(DType dtype) const { return spmd::astype(*this, dtype); }
-Array Array::operator[](int64_t i) const { return spmd::take(*this, i, 0); }
+Array Array::operator[](int64_t i) const {
+  if (ndim() == 0) {
+    throw IndexError("Too many indices: array is 0-dimensional, but 1 were indexed");
+  }
+  return spmd::take(*this, i, 0);
+}
 
 std::vector<Shard> Array::addressable_shards() const {
   const internal::ArrayImpl& impl = ArrayAccess::impl(*this);
@@ -325,8 +332,8 @@ Array device_put(const Array& x, const NamedSharding& sharding) {
     const Device& device = mesh.devices()[r];
     Array b = internal::make_block(mesh, x, sharding.spec(), r, device);
     const internal::ShardData& s = internal::single_shard(b);
-    shards.push_back(internal::ShardData{device, internal::block_index(mesh, sharding.spec(),
-                                                                       global, r),
+    shards.push_back(internal::ShardData{device,
+                                         internal::block_index(mesh, sharding.spec(), global, r),
                                          block, s.buffer, s.offset});
   }
   return internal::make_sharded_array(x.dtype(), global, sharding, std::move(shards));

@@ -18,15 +18,17 @@ namespace spmd::internal {
 
 struct ShardData {
   Device device;
-  Index index;   // position in the global array
-  Shape shape;   // block shape
+  Index index;  // position in the global array
+  Shape shape;  // block shape
   std::shared_ptr<Buffer> buffer;
   size_t offset = 0;  // bytes into buffer
 };
 
 struct ArrayImpl {
   ArrayImpl(DType dtype_in, Shape shape_in, Sharding sharding_in, std::vector<ShardData> shards_in)
-      : dtype(dtype_in), shape(std::move(shape_in)), sharding(std::move(sharding_in)),
+      : dtype(dtype_in),
+        shape(std::move(shape_in)),
+        sharding(std::move(sharding_in)),
         shards(std::move(shards_in)) {}
   DType dtype;
   Shape shape;

@@ -63,7 +63,8 @@ Bound bind(const AxisNames& names, const char* api) {
                                       name, mesh.str()));
     }
     if (b.mask >> a & 1) {
-      throw ValueError(fmt::format("{} got the axis name '{}' twice in {}", api, name, names.str()));
+      throw ValueError(
+          fmt::format("{} got the axis name '{}' twice in {}", api, name, names.str()));
     }
     b.axes.push_back(a);
     b.mask |= uint64_t{1} << a;
@@ -185,8 +186,8 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
              const ReduceOptions& options, const char* api, int64_t* group_size = nullptr) {
   Bound b = bind(axes, api);
   check_groups(options.axis_index_groups, b.size, false, api);
-  Array in = local(x.dtype() == DType::kBool && op == ReduceKind::kSum ? astype(x, DType::kInt32)
-                                                                      : x);
+  Array in =
+      local(x.dtype() == DType::kBool && op == ReduceKind::kSum ? astype(x, DType::kInt32) : x);
   OpSignature sig = signature(kind, in);
   Step step(b, sig, options.axis_index_groups);
   Array out = empty_array(in.dtype(), in.shape());
@@ -239,12 +240,14 @@ Array pmean(const Array& x, AxisNames axes, ReduceOptions options) {
 Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
   Bound b = internal::bind(axes, "all_gather");
   if (options.to == To::kReduced || options.to == To::kUnreduced) {
-    throw NotImplementedError("all_gather to=reduced/unreduced (JAX's unreduced types) is not "
-                              "supported; use To::kVarying or To::kInvariant");
+    throw NotImplementedError(
+        "all_gather to=reduced/unreduced (JAX's unreduced types) is not "
+        "supported; use To::kVarying or To::kInvariant");
   }
   if (options.to == To::kInvariant && !options.axis_index_groups.empty()) {
-    throw ValueError("all_gather with to=To::kInvariant (all_gather_invariant) does not take "
-                     "axis_index_groups: its result would not be invariant across groups");
+    throw ValueError(
+        "all_gather with to=To::kInvariant (all_gather_invariant) does not take "
+        "axis_index_groups: its result would not be invariant across groups");
   }
   internal::check_groups(options.axis_index_groups, b.size, true, "all_gather");
   int axis = options.tiled ? internal::normalize(options.axis, x.ndim(), "all_gather axis")
@@ -268,15 +271,16 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
   step.comm->all_gather(step.rank, outer, row_bytes, internal::data_of(in),
                         internal::data_of_mut(out), internal::keep_of(in));
   step.done();
-  uint64_t vma = options.to == To::kInvariant ? internal::vma_of(x) & ~b.mask
-                                              : internal::vma_of(x) | b.mask;
+  uint64_t vma =
+      options.to == To::kInvariant ? internal::vma_of(x) & ~b.mask : internal::vma_of(x) | b.mask;
   return internal::typed(out, b, vma);
 }
 
 Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
   Bound b = internal::bind(axes, "psum_scatter");
   internal::check_groups(options.axis_index_groups, b.size, true, "psum_scatter");
-  int d = internal::normalize(options.scatter_dimension, x.ndim(), "psum_scatter scatter_dimension");
+  int d =
+      internal::normalize(options.scatter_dimension, x.ndim(), "psum_scatter scatter_dimension");
   int64_t g = options.axis_index_groups.empty()
                   ? b.size
                   : static_cast<int64_t>(options.axis_index_groups[0].size());
@@ -286,10 +290,10 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
         "reduce_scatter operand scatter dimension size {} must match shard count {}", s, g));
   }
   if (options.tiled && s % g != 0) {
-    throw ValueError(fmt::format(
-        "tiled reduce_scatter operand scatter dimension size {} must be divisible by "
-        "shard_count {}",
-        s, g));
+    throw ValueError(
+        fmt::format("tiled reduce_scatter operand scatter dimension size {} must be divisible by "
+                    "shard_count {}",
+                    s, g));
   }
   Array in = internal::local(x.dtype() == DType::kBool ? astype(x, DType::kInt32) : x);
   internal::OpSignature sig = internal::signature(CollectiveKind::kPsumScatter, in);
@@ -324,8 +328,8 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
   sig.extra_hash = static_cast<uint64_t>(perm_hash);
   Step step(b, sig, {});
   Array out = empty_array(in.dtype(), in.shape());
-  step.comm->permute(step.rank, source_of(step.rank), in.size() * itemsize(in.dtype()),
-                     data_of(in), data_of_mut(out), keep_of(in));
+  step.comm->permute(step.rank, source_of(step.rank), in.size() * itemsize(in.dtype()), data_of(in),
+                     data_of_mut(out), keep_of(in));
   step.done();
   return typed(out, b, vma_of(x) | b.mask);
 }
@@ -370,8 +374,8 @@ Array pshuffle(const Array& x, AxisNames axes, std::vector<int> perm) {
   bool valid = true;
   for (size_t i = 0; i < sorted.size(); ++i) valid = valid && sorted[i] == static_cast<int>(i);
   if (!valid) {
-    throw ValueError(fmt::format("`perm` does not represent a permutation: [{}]",
-                                 fmt::join(perm, ", ")));
+    throw ValueError(
+        fmt::format("`perm` does not represent a permutation: [{}]", fmt::join(perm, ", ")));
   }
   if (static_cast<int64_t>(perm.size()) != b.size) {
     throw ValueError(fmt::format(
@@ -424,8 +428,8 @@ Array all_to_all(const Array& x, AxisNames axes, int split_axis, int concat_axis
   internal::Step step(b, sig, options.axis_index_groups);
   Array received = internal::empty_array(moved.dtype(), moved.shape());
   int64_t chunk = g == 0 ? 0 : moved.size() / g * itemsize(moved.dtype());
-  step.comm->all_to_all(step.rank, chunk, internal::data_of(moved),
-                        internal::data_of_mut(received), internal::keep_of(moved));
+  step.comm->all_to_all(step.rank, chunk, internal::data_of(moved), internal::data_of_mut(received),
+                        internal::keep_of(moved));
   step.done();
   // received is [g (source), b, rest...]; rebuild the pieces' layout with the sources at concat.
   int64_t piece = s / g;
@@ -442,8 +446,9 @@ Array all_to_all(const Array& x, AxisNames axes, int split_axis, int concat_axis
   Shape out_shape;
   for (int d = 0; d < n; ++d) {
     if (!options.tiled && d == split) continue;
-    int src = d == split ? 1 : 2 + static_cast<int>(std::find(rest.begin(), rest.end(), d) -
-                                                    rest.begin());
+    int src = d == split
+                  ? 1
+                  : 2 + static_cast<int>(std::find(rest.begin(), rest.end(), d) - rest.begin());
     perm.push_back(src);
   }
   int insert_at = concat;
@@ -483,12 +488,14 @@ int64_t axis_size(AxisNames axes) { return internal::bind(axes, "axis_size").siz
 Array pcast(const Array& x, AxisNames axes, To to) {
   Bound b = internal::bind(axes, "pcast");
   if (to == To::kReduced || to == To::kUnreduced) {
-    throw NotImplementedError("pcast to reduced/unreduced (JAX's unreduced types) is not "
-                              "supported; spmd tracks only varying/invariant");
+    throw NotImplementedError(
+        "pcast to reduced/unreduced (JAX's unreduced types) is not "
+        "supported; spmd tracks only varying/invariant");
   }
   if (to != To::kVarying) {
-    throw ValueError("Got unexpected `to` value. Allowed `to` values are: To::kVarying "
-                     "(kReduced and kUnreduced are not supported)");
+    throw ValueError(
+        "Got unexpected `to` value. Allowed `to` values are: To::kVarying "
+        "(kReduced and kUnreduced are not supported)");
   }
   if (!b.ctx->call->check_vma()) return x;  // no tracking: every value counts as varying
   uint64_t vma = internal::vma_of(x);

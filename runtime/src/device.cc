@@ -1,4 +1,6 @@
 // Device list and process-wide settings (spmd/device.h).
+#include "spmd/device.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -6,7 +8,6 @@
 #include <string>
 
 #include "exec/futex.h"
-#include "spmd/device.h"
 #include "spmd/errors.h"
 
 namespace spmd {
@@ -36,12 +37,12 @@ Settings requested(const InitOptions& options) {
   s.timeout_s = options.collective_timeout_s.value_or(
       env_number("SPMD_COLLECTIVE_TIMEOUT_S", 300, /*integer=*/false));
   if (s.cpu_devices <= 0) {
-    throw ValueError(fmt::format("InitOptions::cpu_devices must be positive, got {}",
-                                 s.cpu_devices));
+    throw ValueError(
+        fmt::format("InitOptions::cpu_devices must be positive, got {}", s.cpu_devices));
   }
   if (!(s.timeout_s > 0)) {
-    throw ValueError(fmt::format("InitOptions::collective_timeout_s must be positive, got {}",
-                                 s.timeout_s));
+    throw ValueError(
+        fmt::format("InitOptions::collective_timeout_s must be positive, got {}", s.timeout_s));
   }
   return s;
 }

@@ -17,9 +17,8 @@ struct DTypeInfo {
 
 // Indexed by the DType enumerator, whose order the header fixes.
 constexpr DTypeInfo kDTypeInfo[] = {
-    {"bool", "bool", 1},      {"int32", "i32", 4},  {"int64", "i64", 8},
-    {"uint32", "u32", 4},     {"float16", "f16", 2}, {"bfloat16", "bf16", 2},
-    {"float32", "f32", 4},    {"float64", "f64", 8},
+    {"bool", "bool", 1},   {"int32", "i32", 4},     {"int64", "i64", 8},   {"uint32", "u32", 4},
+    {"float16", "f16", 2}, {"bfloat16", "bf16", 2}, {"float32", "f32", 4}, {"float64", "f64", 8},
 };
 
 const DTypeInfo& info(DType dt) {

@@ -20,8 +20,7 @@ int64_t entry_block(const Mesh& mesh, const PartitionSpec::Entry& entry,
 // The shape of one block (extents already known to divide).
 Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
 // The index range of the block held by the device at mesh position `linear`.
-Index block_index(const Mesh& mesh, const PartitionSpec& spec, const Shape& global,
-                  int64_t linear);
+Index block_index(const Mesh& mesh, const PartitionSpec& spec, const Shape& global, int64_t linear);
 // ValueError unless every axis `spec` names is in `mesh` and none repeats.
 void check_spec_axes(const Mesh& mesh, const PartitionSpec& spec);
 

@@ -47,8 +47,8 @@ Mesh::Mesh(std::vector<Device> devices, Shape axis_sizes, std::vector<std::strin
   int64_t n = 1;
   for (int64_t s : axis_sizes) {
     if (s <= 0) {
-      throw ValueError(fmt::format("Mesh axis sizes must be positive, got {}",
-                                   shape_tuple_string(axis_sizes)));
+      throw ValueError(
+          fmt::format("Mesh axis sizes must be positive, got {}", shape_tuple_string(axis_sizes)));
     }
     n *= s;
   }

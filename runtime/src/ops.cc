@@ -130,9 +130,9 @@ Array reduce(internal::ReduceOp op, const Array& x, const std::vector<int>& axes
 void check_nonempty(const Array& x, const std::vector<int>& axes, const char* name) {
   for (int d : axes) {
     if (x.shape()[d] == 0) {
-      throw ValueError(fmt::format(
-          "zero-size array to reduction operation {} which has no identity (shape {})", name,
-          shape_tuple_string(x.shape())));
+      throw ValueError(
+          fmt::format("zero-size array to reduction operation {} which has no identity (shape {})",
+                      name, shape_tuple_string(x.shape())));
     }
   }
 }
@@ -209,8 +209,17 @@ Array round(const Array& x) {
   return is_floating(x.dtype()) ? unary(internal::UnaryOp::kRound, x, x.dtype()) : x;
 }
 Array abs(const Array& x) { return unary(internal::UnaryOp::kAbs, x, x.dtype()); }
-Array sign(const Array& x) { return unary(internal::UnaryOp::kSign, x, x.dtype()); }
-Array square(const Array& x) { return unary(internal::UnaryOp::kSquare, x, x.dtype()); }
+Array sign(const Array& x) {
+  if (x.dtype() == DType::kBool) {
+    throw TypeError(
+        "sign does not accept dtype bool. Accepted dtypes are subtypes of integer, floating.");
+  }
+  return unary(internal::UnaryOp::kSign, x, x.dtype());
+}
+Array square(const Array& x) {  // jnp.square of bool gives int32
+  DType dt = x.dtype() == DType::kBool ? DType::kInt32 : x.dtype();
+  return unary(internal::UnaryOp::kSquare, x, dt);
+}
 
 Array add(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kAdd, a, b); }
 Array subtract(const Array& a, const Array& b) {
@@ -230,12 +239,8 @@ Array remainder(const Array& a, const Array& b) {
   return arithmetic(internal::BinaryOp::kRem, a, b);
 }
 Array power(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kPow, a, b); }
-Array maximum(const Array& a, const Array& b) {
-  return arithmetic(internal::BinaryOp::kMax, a, b);
-}
-Array minimum(const Array& a, const Array& b) {
-  return arithmetic(internal::BinaryOp::kMin, a, b);
-}
+Array maximum(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kMax, a, b); }
+Array minimum(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kMin, a, b); }
 Array logical_and(const Array& a, const Array& b) {
   return logical(internal::BinaryOp::kAnd, a, b);
 }
@@ -248,9 +253,7 @@ Array less(const Array& a, const Array& b) { return comparison(internal::BinaryO
 Array less_equal(const Array& a, const Array& b) {
   return comparison(internal::BinaryOp::kLe, a, b);
 }
-Array greater(const Array& a, const Array& b) {
-  return comparison(internal::BinaryOp::kGt, a, b);
-}
+Array greater(const Array& a, const Array& b) { return comparison(internal::BinaryOp::kGt, a, b); }
 Array greater_equal(const Array& a, const Array& b) {
   return comparison(internal::BinaryOp::kGe, a, b);
 }
@@ -262,13 +265,17 @@ Array where(const Array& cond, const Array& a, const Array& b) {
   Array la = local(a.dtype() == dt ? a : astype(a, dt));
   Array lb = local(b.dtype() == dt ? b : astype(b, dt));
   Array out = empty_array(dt, shape);
-  kernels().select(broadcast_view(lc, shape), broadcast_view(la, shape),
-                   broadcast_view(lb, shape), mut_view(out));
+  kernels().select(broadcast_view(lc, shape), broadcast_view(la, shape), broadcast_view(lb, shape),
+                   mut_view(out));
   return with_vma(out, vma_of(cond) | vma_of(a) | vma_of(b));
 }
 
 Array weak_scalar(WeakScalar s, const Array& like) {
-  return full({}, s.value, promote_with_scalar(like.dtype(), s.is_float));
+  DType dt = promote_with_scalar(like.dtype(), s.is_float);
+  // An integer literal wraps into the array's integer type as in JAX (uint32 array + -1 adds
+  // 0xffffffff); converting the double directly would saturate it to 0.
+  if (!s.is_float && is_integer(dt)) return astype(full({}, s.value, DType::kInt64), dt);
+  return full({}, s.value, dt);
 }
 Array where(const Array& cond, const Array& a, WeakScalar b) {
   return where(cond, a, weak_scalar(b, a));
@@ -331,12 +338,16 @@ static Array arg_reduce(internal::ReduceOp op, const char* name, const Array& x,
                         std::optional<int> axis, bool keepdims) {
   if (!axis) {
     Array flat = reshape(x, {x.size()});
-    check_nonempty(flat, {0}, name);
+    if (flat.size() == 0) {
+      throw ValueError(fmt::format("attempt to get {} of an empty sequence", name));
+    }
     Array out = reduce(op, flat, {0}, false, DType::kInt32);
     return keepdims ? reshape(out, Shape(x.ndim(), 1)) : out;
   }
   std::vector<int> ax{normalize_axis(*axis, x.ndim())};
-  check_nonempty(x, ax, name);
+  if (x.shape()[ax[0]] == 0) {
+    throw ValueError(fmt::format("attempt to get {} of an empty sequence", name));
+  }
   return reduce(op, x, ax, keepdims, DType::kInt32);
 }
 
@@ -376,7 +387,8 @@ Array matmul(const Array& a, const Array& b) {
     full_shape.push_back(cols);
     Array lx = local(x.dtype() == dt ? x : astype(x, dt));
     if (batch.size() > 1) lx = local(reshape(broadcast_to(lx, full_shape), {nb, rows, cols}));
-    internal::ConstView v = broadcast_view(lx, batch.size() > 1 ? Shape{nb, rows, cols} : full_shape);
+    internal::ConstView v =
+        broadcast_view(lx, batch.size() > 1 ? Shape{nb, rows, cols} : full_shape);
     if (batch.empty()) {
       v.shape.insert(v.shape.begin(), 1);
       v.strides.insert(v.strides.begin(), 0);
@@ -431,6 +443,7 @@ Array transpose(const Array& x, std::vector<int> perm) {
   if (perm.empty()) {
     for (int d = n - 1; d >= 0; --d) perm.push_back(d);
   }
+  const Shape given(perm.begin(), perm.end());  // for the message, before normalisation
   std::vector<int> seen(n, 0);
   bool valid = static_cast<int>(perm.size()) == n;
   for (int& p : perm) {
@@ -442,9 +455,10 @@ Array transpose(const Array& x, std::vector<int> perm) {
     valid = seen[p]++ == 0;
   }
   if (!valid) {
-    throw ValueError(fmt::format("transpose permutation isn't a permutation of operand dimensions, "
-                                 "got permutation {} for operand shape {}",
-                                 fmt::join(perm, ", "), shape_tuple_string(x.shape())));
+    throw ValueError(
+        fmt::format("transpose permutation isn't a permutation of operand dimensions, "
+                    "got permutation {} for operand shape {}",
+                    shape_tuple_string(given), shape_tuple_string(x.shape())));
   }
   Array in = local(x);
   internal::ConstView v = const_view(in);
@@ -554,10 +568,12 @@ Array squeeze(const Array& x, std::optional<std::vector<int>> axes) {
     for (int a : *axes) ax.push_back(normalize_axis(a, x.ndim()));
     for (int a : ax) {
       if (x.shape()[a] != 1) {
+        Shape dims(ax.begin(), ax.end());  // printed like lax.squeeze: a sorted Python tuple
+        std::sort(dims.begin(), dims.end());
         throw ValueError(fmt::format(
             "cannot select an axis to squeeze out which has size not equal to one, got shape={} "
-            "and dimensions=({},)",
-            shape_tuple_string(x.shape()), fmt::join(ax, ", ")));
+            "and dimensions={}",
+            shape_tuple_string(x.shape()), shape_tuple_string(dims)));
       }
     }
   } else {
@@ -585,8 +601,8 @@ Array slice(const Array& x, const std::vector<int64_t>& start, const std::vector
   if (static_cast<int>(start.size()) > n || stop.size() != start.size() ||
       (!step.empty() && step.size() != start.size())) {
     throw ValueError(fmt::format(
-        "slice needs start, stop (and step) of equal length at most the rank {}, got {}, {}, {}",
-        n, start.size(), stop.size(), step.size()));
+        "slice needs start, stop (and step) of equal length at most the rank {}, got {}, {}, {}", n,
+        start.size(), stop.size(), step.size()));
   }
   Shape shape = x.shape();
   std::vector<int64_t> begin(n, 0), steps(n, 1);
@@ -614,8 +630,8 @@ Array take(const Array& x, int64_t index, int axis) {
   int ax = normalize_axis(axis, x.ndim());
   int64_t size = x.shape()[ax];
   if (index < -size || index >= size) {
-    throw IndexError(fmt::format("index {} is out of bounds for axis {} with size {}", index, ax,
-                                 size));
+    throw IndexError(
+        fmt::format("index {} is out of bounds for axis {} with size {}", index, ax, size));
   }
   if (index < 0) index += size;
   Shape shape = x.shape();

@@ -23,8 +23,8 @@ PartitionSpec::PartitionSpec(std::initializer_list<std::string_view> tuple_entry
 
 PartitionSpec::PartitionSpec(Entry e0) { add(std::move(e0)); }
 
-PartitionSpec::PartitionSpec(Entry e0, Entry e1, Entry e2, Entry e3, Entry e4, Entry e5,
-                             Entry e6, Entry e7) {
+PartitionSpec::PartitionSpec(Entry e0, Entry e1, Entry e2, Entry e3, Entry e4, Entry e5, Entry e6,
+                             Entry e7) {
   for (Entry* e : {&e0, &e1, &e2, &e3, &e4, &e5, &e6, &e7}) add(std::move(*e));
 }
 

@@ -101,9 +101,9 @@ uint64_t manual_mask(const ShardMapPlan& plan) {
       for (const std::string& n : plan.options.axis_names) {
         given += fmt::format("{}'{}'", given.empty() ? "" : ", ", n);
       }
-      throw ValueError(fmt::format(
-          "shard_map requires axis_names={{{}}} to be a subset of mesh.axis_names={}",
-          given, mesh.names_str()));
+      throw ValueError(
+          fmt::format("shard_map requires axis_names={{{}}} to be a subset of mesh.axis_names={}",
+                      given, mesh.names_str()));
     }
     mask |= uint64_t{1} << a;
   }
@@ -145,10 +145,9 @@ void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args,
       int64_t m = entry_size(mesh, spec[d]);
       int64_t size = args[i].shape()[d];
       if (size % m == 0) continue;
-      std::string target =
-          spec[d].is_tuple()
-              ? fmt::format("mesh axes {} (of total size {})", spec[d].str(), m)
-              : fmt::format("mesh axis '{}' (of size {})", spec[d].names()[0], m);
+      std::string target = spec[d].is_tuple()
+                               ? fmt::format("mesh axes {} (of total size {})", spec[d].str(), m)
+                               : fmt::format("mesh axis '{}' (of size {})", spec[d].names()[0], m);
       failures.push_back(fmt::format(
           "* the passed args[{}] of shape {} corresponds to {} of value {}, which maps array "
           "axis {} (of size {}) to {}, but {} does not evenly divide {}",
@@ -190,9 +189,9 @@ void run_device(void* arg, int rank) {
     std::vector<Array> blocks;
     blocks.reserve(launch.args->size());
     for (size_t i = 0; i < launch.args->size(); ++i) {
-      blocks.push_back(with_vma(
-          make_block(mesh, (*launch.args)[i], (*launch.in_specs)[i], rank, ctx.device),
-          launch.in_vma[i]));
+      blocks.push_back(
+          with_vma(make_block(mesh, (*launch.args)[i], (*launch.in_specs)[i], rank, ctx.device),
+                   launch.in_vma[i]));
     }
     launch.outputs[rank] = launch.body.call(launch.body.object, blocks);
     launch.call->finish(rank);
@@ -280,8 +279,8 @@ Array assemble_output(const ShardMapPlan& plan, uint64_t manual, const Partition
     Array block = outputs[r][j];
     if (!is_local(block, device)) block = read_region(block, full_index(block.shape()), device);
     const ShardData& s = single_shard(block);
-    shards.push_back(ShardData{device, block_index(mesh, spec, global, r), s.shape, s.buffer,
-                               s.offset});
+    shards.push_back(
+        ShardData{device, block_index(mesh, spec, global, r), s.shape, s.buffer, s.offset});
   }
   return make_sharded_array(first.dtype(), std::move(global), NamedSharding(mesh, spec),
                             std::move(shards));
@@ -299,6 +298,16 @@ std::string context_mesh_error(const Mesh& mesh) {
 
 }  // namespace
 
+PartitionSpec axis_spec(std::optional<int> axis, const std::string& name) {
+  if (!axis) return P();
+  if (*axis < 0) {
+    throw ValueError(fmt::format("axis {} for mesh axis '{}' must be non-negative", *axis, name));
+  }
+  std::vector<PartitionSpec::Entry> entries(static_cast<size_t>(*axis), PartitionSpec::Entry(None));
+  entries.emplace_back(name);
+  return PartitionSpec(std::move(entries));
+}
+
 std::string callable_name(const std::type_info& type) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(
@@ -314,9 +323,9 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
                                  int num_outputs) {
   const Mesh& mesh = plan.mesh;
   if (mesh.empty()) {
-    throw ValueError(fmt::format(
-        "shard_map requires a non-empty mesh. Got {}. Build one with spmd::make_mesh.",
-        mesh.str()));
+    throw ValueError(
+        fmt::format("shard_map requires a non-empty mesh. Got {}. Build one with spmd::make_mesh.",
+                    mesh.str()));
   }
   if (current_device_context() != nullptr) throw ValueError(context_mesh_error(mesh));
   uint64_t manual = manual_mask(plan);
@@ -364,9 +373,8 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
       expand_specs(plan.out_specs, count, "out_specs", "outputs f returns");
   std::vector<Array> results;
   for (size_t j = 0; j < count; ++j) {
-    results.push_back(assemble_output(plan, manual, out_specs[j],
-                                      spec_path("out_specs", plan.out_specs, j), launch.outputs,
-                                      j));
+    results.push_back(assemble_output(
+        plan, manual, out_specs[j], spec_path("out_specs", plan.out_specs, j), launch.outputs, j));
   }
   return results;
 }

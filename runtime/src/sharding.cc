@@ -1,11 +1,12 @@
 // NamedSharding, Sharding and the spec arithmetic of layout.h.
+#include "spmd/sharding.h"
+
 #include <fmt/format.h>
 
 #include <set>
 
 #include "layout.h"
 #include "spmd/errors.h"
-#include "spmd/sharding.h"
 
 namespace spmd {
 namespace internal {

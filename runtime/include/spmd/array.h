@@ -72,7 +72,7 @@ class Array {
   template <class T>
   T item() const;
 
-  Array reshape(Shape new_shape) const;  // one extent may be -1
+  Array reshape(Shape new_shape) const;               // one extent may be -1
   Array transpose(std::vector<int> perm = {}) const;  // default: reverse the dimensions
   Array astype(DType dtype) const;
   // x[i]: the sub-array at index i of the first dimension (negative i counts from the end).

@@ -64,9 +64,9 @@ struct ReduceOptions {
 };
 
 struct AllGatherOptions {
-  int axis = 0;             // where the gathered dimension goes (negative: from the end)
-  bool tiled = false;       // concatenate along `axis` instead of stacking a new dimension
-  To to = To::kVarying;     // kInvariant: the result is invariant over the axes (check_vma)
+  int axis = 0;          // where the gathered dimension goes (negative: from the end)
+  bool tiled = false;    // concatenate along `axis` instead of stacking a new dimension
+  To to = To::kVarying;  // kInvariant: the result is invariant over the axes (check_vma)
   AxisIndexGroups axis_index_groups;  // equal-sized sub-groups; empty: the whole group
 };
 

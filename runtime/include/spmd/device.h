@@ -24,10 +24,10 @@ namespace spmd {
 enum class Platform { kCpu, kCuda };
 
 struct Device {
-  int id = 0;                      // global device id, 0..device_count()-1
+  int id = 0;  // global device id, 0..device_count()-1
   Platform platform = Platform::kCpu;
-  int process_index = 0;           // the process that owns the device (0 in a single process)
-  std::string str() const;         // "cpu:3"
+  int process_index = 0;    // the process that owns the device (0 in a single process)
+  std::string str() const;  // "cpu:3"
   bool operator==(const Device&) const = default;
 };
 

@@ -85,8 +85,8 @@ Array maximum(const Array& a, WeakScalar b);
 Array minimum(const Array& a, WeakScalar b);
 Array power(const Array& a, WeakScalar b);
 
-#define SPMD_BINARY_OPERATOR(op, fn)                                                     \
-  inline Array operator op(const Array& a, const Array& b) { return fn(a, b); }          \
+#define SPMD_BINARY_OPERATOR(op, fn)                                                          \
+  inline Array operator op(const Array& a, const Array& b) { return fn(a, b); }               \
   inline Array operator op(const Array& a, WeakScalar b) { return fn(a, weak_scalar(b, a)); } \
   inline Array operator op(WeakScalar a, const Array& b) { return fn(weak_scalar(a, b), b); }
 SPMD_BINARY_OPERATOR(+, add)
@@ -117,7 +117,7 @@ class Axes {
   std::optional<std::vector<int>> axes_;
 };
 
-Array sum(const Array& x, Axes axes = {}, bool keepdims = false);   // bool sums to int32
+Array sum(const Array& x, Axes axes = {}, bool keepdims = false);  // bool sums to int32
 Array prod(const Array& x, Axes axes = {}, bool keepdims = false);
 Array mean(const Array& x, Axes axes = {}, bool keepdims = false);  // ints give float32
 Array max(const Array& x, Axes axes = {}, bool keepdims = false);

@@ -17,7 +17,8 @@
 //                            mesh, spmd::P("i"), spmd::P());
 //   spmd::Array y = f(x);   // for x of shape (16,), y has shape (4,) = the sum of the 4 blocks
 //
-//   auto [a, b] = spmd::shard_map(g, mesh, {spmd::P("i"), spmd::P()}, {spmd::P("i"), spmd::P()})(x, w);
+//   auto [a, b] = spmd::shard_map(g, mesh, {spmd::P("i"), spmd::P()}, {spmd::P("i"), spmd::P()})(x,
+//   w);
 //
 // Errors (ValueError, TypeError, NameError) carry JAX's message for the same mistake, naming the
 // argument, spec and mesh. A device that throws aborts the whole call and the first error is
@@ -98,8 +99,11 @@ struct BodyRef {
 // it is only known at run time (std::vector<Array>).
 // `arg_positions[i]` is the position of the i-th Array among all of f's arguments (for messages).
 std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
-                                 std::span<const int> arg_positions, BodyRef body,
-                                 int num_outputs);
+                                 std::span<const int> arg_positions, BodyRef body, int num_outputs);
+
+// P(None x axis, name) for an int axis, P() for nullopt (pmap/smap in_axes -> PartitionSpec).
+// ValueError for a negative axis.
+PartitionSpec axis_spec(std::optional<int> axis, const std::string& name);
 
 // A readable name for a callable type: "<lambda>", "<function>", or the functor's class name.
 std::string callable_name(const std::type_info& type);
@@ -187,9 +191,10 @@ class ShardMapped {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    using R = std::decay_t<std::invoke_result_t<
-        const F&, decltype(internal::block_or_static<0, Args...>(
-                      std::declval<const std::vector<Array>&>(), std::declval<const Args&>()))...>>;
+    using R =
+        std::decay_t<std::invoke_result_t<const F&, decltype(internal::block_or_static<0, Args...>(
+                                                        std::declval<const std::vector<Array>&>(),
+                                                        std::declval<const Args&>()))...>>;
     using Traits = internal::OutputTraits<R>;
     std::vector<Array> arrays;
     (collect(arrays, args), ...);
@@ -232,12 +237,31 @@ class ShardMapped {
 template <class F>
 ShardMapped<std::decay_t<F>> shard_map(F&& f, Mesh mesh, Specs in_specs, Specs out_specs,
                                        ShardMapOptions options = {}) {
-  std::string name = options.name.empty() ? internal::callable_name(typeid(std::decay_t<F>))
-                                          : options.name;
+  std::string name =
+      options.name.empty() ? internal::callable_name(typeid(std::decay_t<F>)) : options.name;
   return ShardMapped<std::decay_t<F>>(
-      std::forward<F>(f), internal::ShardMapPlan{std::move(mesh), std::move(in_specs),
-                                                 std::move(out_specs), std::move(options),
-                                                 std::move(name)});
+      std::forward<F>(f),
+      internal::ShardMapPlan{std::move(mesh), std::move(in_specs), std::move(out_specs),
+                             std::move(options), std::move(name)});
+}
+
+// jax.smap: a shard_map over the single axis `axis_name` of `mesh`, with specs written as axes:
+// in_axes/out_axes entry k means P(None x k, axis_name), nullopt means P(). One entry applies to
+// every Array argument (output), or give one per Array argument (output). Rank-preserving (no
+// squeeze, unlike pmap); check_vma on; the other mesh axes stay non-manual.
+template <class F>
+ShardMapped<std::decay_t<F>> smap(F&& f, Mesh mesh, std::string axis_name,
+                                  std::vector<std::optional<int>> in_axes,
+                                  std::vector<std::optional<int>> out_axes) {
+  auto to_specs = [&](const std::vector<std::optional<int>>& axes) {
+    std::vector<PartitionSpec> specs;
+    for (const std::optional<int>& a : axes) specs.push_back(internal::axis_spec(a, axis_name));
+    return specs.size() == 1 ? Specs(specs[0]) : Specs(std::move(specs));
+  };
+  ShardMapOptions options;
+  options.axis_names = {axis_name};
+  return shard_map(std::forward<F>(f), std::move(mesh), to_specs(in_axes), to_specs(out_axes),
+                   std::move(options));
 }
 
 }  // namespace spmd

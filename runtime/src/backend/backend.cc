@@ -8,8 +8,10 @@ namespace spmd::internal {
 
 Backend& backend_for(const Device& device) {
   switch (device.platform) {
-    case Platform::kCpu: return cpu_backend();
-    case Platform::kCuda: break;
+    case Platform::kCpu:
+      return cpu_backend();
+    case Platform::kCuda:
+      break;
   }
   throw NotImplementedError("no backend for device " + device.str() +
                             ": this build has only the CPU backend");

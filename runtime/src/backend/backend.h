@@ -58,11 +58,9 @@ class Communicator {
   virtual void all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in, void* out,
                           Keep keep) = 0;
   // in and out are [size][chunk_bytes]; out[q] = in_q[rank].
-  virtual void all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out,
-                          Keep keep) = 0;
+  virtual void all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out, Keep keep) = 0;
   // out = in_src (bytes), or zeros when src < 0. Every member also serves as a source.
-  virtual void permute(int rank, int src, int64_t bytes, const void* in, void* out,
-                       Keep keep) = 0;
+  virtual void permute(int rank, int src, int64_t bytes, const void* in, void* out, Keep keep) = 0;
   // Returns once every member has arrived.
   virtual void barrier(int rank) = 0;
   // Wakes every member blocked in this communicator so that it sees the call's abort flag.

@@ -11,7 +11,8 @@
 //     otherwise; input views may have any strides.
 //   - Integer arithmetic wraps (two's complement), as XLA does; float->int conversion saturates
 //     and maps NaN to 0, as XLA does.
-//   - float16/bfloat16 are computed in float32 and rounded once per result (exact for + - * / sqrt).
+//   - float16/bfloat16 are computed in float32 and rounded once per result (exact for + - * /
+//   sqrt).
 //   - Every reduction runs in a fixed order, so results never depend on threads or timing.
 #pragma once
 
@@ -82,15 +83,15 @@ enum class BinaryOp {
 };
 
 enum class ReduceOp {
-  kSum,     // bool input must be converted by the ops layer; ints wrap; floats accumulate in the
-            // dtype's accumulation type (f32 for f16/bf16/f32, f64 for f64), summed pairwise
+  kSum,  // bool input must be converted by the ops layer; ints wrap; floats accumulate in the
+         // dtype's accumulation type (f32 for f16/bf16/f32, f64 for f64), summed pairwise
   kProd,
   kMax,     // NaN-propagating
   kMin,     // NaN-propagating
   kArgMax,  // int32 index of the first maximum (NaN counts as maximum, like numpy)
   kArgMin,
-  kAny,     // bool
-  kAll,     // bool
+  kAny,  // bool
+  kAll,  // bool
 };
 
 class Kernels {

@@ -31,8 +31,10 @@ struct BHalf {
 struct Sum {
   template <class A>
   static A apply(A a, A b) {
-    if constexpr (std::is_same_v<A, bool>) return a || b;
-    else return static_cast<A>(a + b);
+    if constexpr (std::is_same_v<A, bool>)
+      return a || b;
+    else
+      return static_cast<A>(a + b);
   }
 };
 // NaN-propagating, like jnp.maximum/minimum.
@@ -83,7 +85,7 @@ void reduce_op(DType dtype, const void* const* ins, int n, void* out, int64_t be
     }
     case DType::kUInt32:
       return reduce_typed<uint32_t, uint32_t, Codec<uint32_t, uint32_t>, Op>(ins, n, out, begin,
-                                                                            end);
+                                                                             end);
     case DType::kFloat16:
       return reduce_typed<uint16_t, float, Half, Op>(ins, n, out, begin, end);
     case DType::kBFloat16:
@@ -100,9 +102,12 @@ void reduce_op(DType dtype, const void* const* ins, int n, void* out, int64_t be
 void reduce_inputs(ReduceKind op, DType dtype, const void* const* ins, int n, void* out,
                    int64_t begin, int64_t end) {
   switch (op) {
-    case ReduceKind::kSum: return reduce_op<Sum>(dtype, ins, n, out, begin, end);
-    case ReduceKind::kMax: return reduce_op<Max>(dtype, ins, n, out, begin, end);
-    case ReduceKind::kMin: return reduce_op<Min>(dtype, ins, n, out, begin, end);
+    case ReduceKind::kSum:
+      return reduce_op<Sum>(dtype, ins, n, out, begin, end);
+    case ReduceKind::kMax:
+      return reduce_op<Max>(dtype, ins, n, out, begin, end);
+    case ReduceKind::kMin:
+      return reduce_op<Min>(dtype, ins, n, out, begin, end);
   }
 }
 
@@ -125,7 +130,7 @@ void CpuCommunicator::arrive() {
 }
 
 const std::vector<CpuCommunicator::Slot>& CpuCommunicator::exchange(int rank, const void* in,
-                                                                      void* out, Keep keep) {
+                                                                    void* out, Keep keep) {
   std::vector<Slot>& set = slots_[counters_[rank].ops++ & 1];
   set[rank].in = in;
   set[rank].out = out;

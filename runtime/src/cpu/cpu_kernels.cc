@@ -27,39 +27,21 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Element types.
 
-// How a dtype is stored and what it is computed in. bool is a byte read as `!= 0`, so a stray
-// byte value is not UB; float16/bfloat16 are bit patterns computed in float. Any other type
-// (including the raw uintN_t used for bit copies) is stored and computed as itself.
-template <class T>
-struct Elem {
-  using Storage = T;
-  using Compute = T;
-};
-template <>
-struct Elem<bool> {
-  using Storage = uint8_t;
-  using Compute = uint8_t;
-};
-template <>
-struct Elem<float16> {
-  using Storage = uint16_t;
-  using Compute = float;
-};
-template <>
-struct Elem<bfloat16> {
-  using Storage = uint16_t;
-  using Compute = float;
-};
-template <class T>
-using StorageOf = typename Elem<T>::Storage;
-// Also the accumulation type: float for f16/bf16/f32, double for f64, the type itself for ints.
-template <class T>
-using ComputeOf = typename Elem<T>::Compute;
-
 template <class T>
 constexpr bool kIsHalf = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 template <class C>
 constexpr bool kIsFloat = std::is_floating_point_v<C>;
+
+// How an element type is stored and what it is computed in. bool is a byte read as `!= 0`, so a
+// stray byte value is not UB; float16/bfloat16 are bit patterns computed in float. Any other type
+// (including the raw uintN_t used for bit copies) is stored and computed as itself.
+template <class T>
+using StorageOf = std::conditional_t<std::is_same_v<T, bool>, uint8_t,
+                                     std::conditional_t<kIsHalf<T>, uint16_t, T>>;
+// Also the accumulation type: float for f16/bf16/f32, double for f64, the type itself for ints.
+template <class T>
+using ComputeOf =
+    std::conditional_t<std::is_same_v<T, bool>, uint8_t, std::conditional_t<kIsHalf<T>, float, T>>;
 
 template <class T>
 ComputeOf<T> load(const StorageOf<T>* p) {
@@ -83,31 +65,29 @@ void store(StorageOf<T>* p, ComputeOf<T> v) {
   }
 }
 
-// Calls f(std::type_identity<T>{}) with the C++ type of dt.
-template <class F>
-void dispatch(DType dt, F&& f) {
-  switch (dt) {
-    case DType::kBool: return f(std::type_identity<bool>{});
-    case DType::kInt32: return f(std::type_identity<int32_t>{});
-    case DType::kInt64: return f(std::type_identity<int64_t>{});
-    case DType::kUInt32: return f(std::type_identity<uint32_t>{});
-    case DType::kFloat16: return f(std::type_identity<float16>{});
-    case DType::kBFloat16: return f(std::type_identity<bfloat16>{});
-    case DType::kFloat32: return f(std::type_identity<float>{});
-    case DType::kFloat64: return f(std::type_identity<double>{});
-  }
-  throw ValueError("cpu kernels: invalid dtype " + std::to_string(static_cast<int>(dt)));
+// Calls f(std::type_identity<T>{}) for the first T of Ts that `match` accepts; false if none.
+template <class... Ts, class Match, class F>
+bool dispatch_first(Match match, F& f) {
+  return ((match(std::type_identity<Ts>{}) && (f(std::type_identity<Ts>{}), true)) || ...);
 }
 
-// Calls f with an unsigned type of dt's size, for kernels that only move bits.
+// Calls f(std::type_identity<T>{}) with the element type of dt.
+template <class F>
+void dispatch(DType dt, F&& f) {
+  const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
+  const bool known =
+      dispatch_first<bool, int32_t, int64_t, uint32_t, float16, bfloat16, float, double>(is_dt, f);
+  if (!known) {
+    throw ValueError("cpu kernels: invalid dtype " + std::to_string(static_cast<int>(dt)));
+  }
+}
+
+// Calls f with the unsigned type of dt's size, for kernels that only move bits.
 template <class F>
 void dispatch_bits(DType dt, F&& f) {
-  switch (itemsize(dt)) {
-    case 1: return f(std::type_identity<uint8_t>{});
-    case 2: return f(std::type_identity<uint16_t>{});
-    case 4: return f(std::type_identity<uint32_t>{});
-    default: return f(std::type_identity<uint64_t>{});
-  }
+  const auto size = static_cast<size_t>(itemsize(dt));
+  const auto fits = [size]<class U>(std::type_identity<U>) { return sizeof(U) == size; };
+  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
 }
 
 [[noreturn]] void unsupported(const char* kernel, int op, DType dt) {
@@ -333,12 +313,12 @@ double erfinv_f64(double x) {
       0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
       0.24015818242558961693,     1.6536545626831027356};
   static constexpr double kMiddle[] = {
-      2.2137376921775787049e-09,  9.0756561938885390979e-08, -2.7517406297064545428e-07,
-      1.8239629214389227755e-08,  1.5027403968909827627e-06, -4.013867526981545969e-06,
-      2.9234449089955446044e-06,  1.2475304481671778723e-05, -4.7318229009055733981e-05,
-      6.8284851459573175448e-05,  2.4031110387097893999e-05, -0.0003550375203628474796,
-      0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
-      -0.0037512085075692412107,  0.005370914553590063617,   1.0052589676941592334,
+      2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+      1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+      2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+      6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+      0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+      -0.0037512085075692412107, 0.005370914553590063617,   1.0052589676941592334,
       3.0838856104922207635};
   static constexpr double kTail[] = {
       -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
@@ -350,7 +330,7 @@ double erfinv_f64(double x) {
   if (x == 0) return x;
   const double a = std::fabs(x);
   const double w = -std::log((1 - a) * (1 + a));
-  double t = a * (w < 6.25  ? horner(kCentral, w - 3.125)
+  double t = a * (w < 6.25 ? horner(kCentral, w - 3.125)
                   : w < 16 ? horner(kMiddle, std::sqrt(w) - 3.25)
                            : horner(kTail, std::sqrt(w) - 5.0));
   const double residual = a <= 0.5 ? std::erf(t) - a : (1 - a) - std::erfc(t);
@@ -439,29 +419,30 @@ class Loop {
   bool empty_ = false;
 };
 
-// y[i] = f(x[i]...), computed in the compute types; TY/TX are the element types and each x is a
-// ConstView.
-template <class TY, class... TX, class F, class... Views>
-void map(F f, const MutView& y, const Views&... x) {
+// y[i] = f(x[i]...) in the compute types, where TY and TX are the element types of y and x.
+template <class TY, class... TX, class F, size_t... I>
+void map_views(F f, const MutView& y, const std::array<const ConstView*, sizeof...(TX)>& x,
+               std::index_sequence<I...>) {
   constexpr size_t kN = 1 + sizeof...(TX);
   auto* const py = static_cast<StorageOf<TY>*>(y.data);
-  const std::tuple px{static_cast<const StorageOf<TX>*>(x.data)...};
-  Loop<kN>(y.shape, {&y.strides, &x.strides...})
+  const std::tuple px{static_cast<const StorageOf<TX>*>(x[I]->data)...};
+  Loop<kN>(y.shape, {&y.strides, &x[I]->strides...})
       .run([&](int64_t n, const Offsets<kN>& o, const Offsets<kN>& s) {
-        [&]<size_t... I>(std::index_sequence<I...>) {
-          StorageOf<TY>* const yp = py + o[0];
-          const std::tuple xp{(std::get<I>(px) + o[I + 1])...};
-          if (((s[0] == 1) && ... && (s[I + 1] == 1))) {  // separate loop so it vectorises
-            for (int64_t i = 0; i < n; ++i) {
-              store<TY>(yp + i, f(load<TX>(std::get<I>(xp) + i)...));
-            }
-          } else {
-            for (int64_t i = 0; i < n; ++i) {
-              store<TY>(yp + i * s[0], f(load<TX>(std::get<I>(xp) + i * s[I + 1])...));
-            }
+        StorageOf<TY>* const yp = py + o[0];
+        const std::tuple xp{(std::get<I>(px) + o[I + 1])...};
+        if (((s[0] == 1) && ... && (s[I + 1] == 1))) {  // a separate loop so that it vectorises
+          for (int64_t i = 0; i < n; ++i) store<TY>(yp + i, f(load<TX>(std::get<I>(xp) + i)...));
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            store<TY>(yp + i * s[0], f(load<TX>(std::get<I>(xp) + i * s[I + 1])...));
           }
-        }(std::index_sequence_for<TX...>{});
+        }
       });
+}
+
+template <class TY, class... TX, class F, class... Views>
+void map(F f, const MutView& y, const Views&... x) {
+  map_views<TY, TX...>(f, y, {&x...}, std::index_sequence_for<TX...>{});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,6 +454,10 @@ void map(F f, const MutView& y, const Views&... x) {
 template <class Acc>
 class PairwiseSum {
  public:
+  // User-provided so that construction does not zero partial_, a measurable cost per output
+  // element when many short ranges are reduced.
+  PairwiseSum() {}
+
   void add(Acc v) {
     block_ += v;
     if (++block_size_ < kBlock) return;
@@ -487,15 +472,16 @@ class PairwiseSum {
 
   Acc result() const {
     Acc sum = block_;
-    for (int level = 0; level < 64; ++level) {
-      if ((blocks_ >> level) & 1) sum = partial_[level] + sum;
+    int level = 0;
+    for (uint64_t b = blocks_; b != 0; b >>= 1, ++level) {
+      if (b & 1) sum = partial_[level] + sum;
     }
     return sum;
   }
 
  private:
   static constexpr int kBlock = 16;
-  std::array<Acc, 64> partial_{};
+  std::array<Acc, 64> partial_;  // only levels with a set bit in blocks_ are read
   uint64_t blocks_ = 0;
   Acc block_ = 0;
   int block_size_ = 0;
@@ -604,7 +590,8 @@ void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
     using C = ComputeOf<T>;
     const auto apply = [&](auto f) { map<T, T>(f, y, x); };
     switch (op) {
-      case UnaryOp::kNeg: return apply([](C v) { return wrap_neg(v); });
+      case UnaryOp::kNeg:
+        return apply([](C v) { return wrap_neg(v); });
       case UnaryOp::kAbs:
         return apply([](C v) -> C {
           if constexpr (kIsFloat<C>) {
@@ -615,24 +602,36 @@ void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
             return v;
           }
         });
-      case UnaryOp::kSign: return apply([](C v) { return sign(v); });
-      case UnaryOp::kSquare: return apply([](C v) { return wrap_mul(v, v); });
+      case UnaryOp::kSign:
+        return apply([](C v) { return sign(v); });
+      case UnaryOp::kSquare:
+        return apply([](C v) { return wrap_mul(v, v); });
       case UnaryOp::kLogicalNot:
         if constexpr (std::is_same_v<T, bool>) return apply([](C v) { return C(v == 0); });
         break;
-      default: break;
+      default:
+        break;
     }
     if constexpr (kIsFloat<C>) {
       switch (op) {
-        case UnaryOp::kExp: return apply([](C v) { return std::exp(v); });
-        case UnaryOp::kLog: return apply([](C v) { return std::log(v); });
-        case UnaryOp::kSqrt: return apply([](C v) { return std::sqrt(v); });
-        case UnaryOp::kTanh: return apply([](C v) { return std::tanh(v); });
-        case UnaryOp::kFloor: return apply([](C v) { return std::floor(v); });
-        case UnaryOp::kCeil: return apply([](C v) { return std::ceil(v); });
-        case UnaryOp::kRound: return apply([](C v) { return std::nearbyint(v); });
-        case UnaryOp::kErfInv: return apply([](C v) { return erfinv(v); });
-        default: break;
+        case UnaryOp::kExp:
+          return apply([](C v) { return std::exp(v); });
+        case UnaryOp::kLog:
+          return apply([](C v) { return std::log(v); });
+        case UnaryOp::kSqrt:
+          return apply([](C v) { return std::sqrt(v); });
+        case UnaryOp::kTanh:
+          return apply([](C v) { return std::tanh(v); });
+        case UnaryOp::kFloor:
+          return apply([](C v) { return std::floor(v); });
+        case UnaryOp::kCeil:
+          return apply([](C v) { return std::ceil(v); });
+        case UnaryOp::kRound:
+          return apply([](C v) { return std::nearbyint(v); });
+        case UnaryOp::kErfInv:
+          return apply([](C v) { return erfinv(v); });
+        default:
+          break;
       }
     }
     unsupported("unary", static_cast<int>(op), x.dtype);
@@ -646,15 +645,24 @@ void CpuKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
     const auto arith = [&](auto f) { map<T, T, T>(f, y, a, b); };
     const auto compare = [&](auto f) { map<bool, T, T>(f, y, a, b); };
     switch (op) {
-      case BinaryOp::kAdd: return arith([](C p, C q) { return wrap_add(p, q); });
-      case BinaryOp::kSub: return arith([](C p, C q) { return wrap_sub(p, q); });
-      case BinaryOp::kMul: return arith([](C p, C q) { return wrap_mul(p, q); });
-      case BinaryOp::kDiv: return arith([](C p, C q) { return trunc_div(p, q); });
-      case BinaryOp::kFloorDiv: return arith([](C p, C q) { return py_floordiv(p, q); });
-      case BinaryOp::kRem: return arith([](C p, C q) { return py_rem(p, q); });
-      case BinaryOp::kPow: return arith([](C p, C q) { return power(p, q); });
-      case BinaryOp::kMax: return arith([](C p, C q) { return max_nan(p, q); });
-      case BinaryOp::kMin: return arith([](C p, C q) { return min_nan(p, q); });
+      case BinaryOp::kAdd:
+        return arith([](C p, C q) { return wrap_add(p, q); });
+      case BinaryOp::kSub:
+        return arith([](C p, C q) { return wrap_sub(p, q); });
+      case BinaryOp::kMul:
+        return arith([](C p, C q) { return wrap_mul(p, q); });
+      case BinaryOp::kDiv:
+        return arith([](C p, C q) { return trunc_div(p, q); });
+      case BinaryOp::kFloorDiv:
+        return arith([](C p, C q) { return py_floordiv(p, q); });
+      case BinaryOp::kRem:
+        return arith([](C p, C q) { return py_rem(p, q); });
+      case BinaryOp::kPow:
+        return arith([](C p, C q) { return power(p, q); });
+      case BinaryOp::kMax:
+        return arith([](C p, C q) { return max_nan(p, q); });
+      case BinaryOp::kMin:
+        return arith([](C p, C q) { return min_nan(p, q); });
       case BinaryOp::kAnd:
         if constexpr (std::is_integral_v<C>) return arith([](C p, C q) { return C(p & q); });
         break;
@@ -664,12 +672,18 @@ void CpuKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
       case BinaryOp::kXor:
         if constexpr (std::is_integral_v<C>) return arith([](C p, C q) { return C(p ^ q); });
         break;
-      case BinaryOp::kEq: return compare([](C p, C q) { return p == q; });
-      case BinaryOp::kNe: return compare([](C p, C q) { return p != q; });
-      case BinaryOp::kLt: return compare([](C p, C q) { return p < q; });
-      case BinaryOp::kLe: return compare([](C p, C q) { return p <= q; });
-      case BinaryOp::kGt: return compare([](C p, C q) { return p > q; });
-      case BinaryOp::kGe: return compare([](C p, C q) { return p >= q; });
+      case BinaryOp::kEq:
+        return compare([](C p, C q) { return p == q; });
+      case BinaryOp::kNe:
+        return compare([](C p, C q) { return p != q; });
+      case BinaryOp::kLt:
+        return compare([](C p, C q) { return p < q; });
+      case BinaryOp::kLe:
+        return compare([](C p, C q) { return p <= q; });
+      case BinaryOp::kGt:
+        return compare([](C p, C q) { return p > q; });
+      case BinaryOp::kGe:
+        return compare([](C p, C q) { return p >= q; });
     }
     unsupported("binary", static_cast<int>(op), a.dtype);
   });
@@ -682,8 +696,7 @@ void CpuKernels::select(const ConstView& cond, const ConstView& a, const ConstVi
   });
 }
 
-void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced,
-                        const MutView& y) const {
+void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const {
   const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
   const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
   const Shape inner_shape(x.shape.begin() + split, x.shape.end());
@@ -695,14 +708,14 @@ void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced,
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     using C = ComputeOf<T>;
     const auto* const px = static_cast<const StorageOf<T>*>(x.data);
-    // For each output element (in y's dense order): state = init, step(state, v) over the
+    // For each output element (in y's dense order): state = init(), step(state, v) over the
     // reduced range in row-major order, then y = finish(state) stored as a U.
     const auto fold = [&]<class U>(std::type_identity<U>, auto init, auto step, auto finish) {
       auto* const py = static_cast<StorageOf<U>*>(y.data);
       int64_t out = 0;
       outer.run([&](int64_t n, const Offsets<1>& o, const Offsets<1>& s) {
         for (int64_t i = 0; i < n; ++i) {
-          auto state = init;
+          auto state = init();
           inner.run(
               [&](int64_t m, const Offsets<1>& io, const Offsets<1>& is) {
                 for (int64_t j = 0; j < m; ++j) step(state, load<T>(px + io[0] + j * is[0]));
@@ -719,29 +732,35 @@ void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced,
       case ReduceOp::kSum:
         if constexpr (kIsFloat<C>) {
           return fold(
-              kSame, PairwiseSum<C>{}, [](auto& s, C v) { s.add(v); },
+              kSame, [] { return PairwiseSum<C>(); }, [](auto& s, C v) { s.add(v); },
               [](const auto& s) { return s.result(); });
         } else {
-          return fold(kSame, C{0}, [](C& s, C v) { s = wrap_add(s, v); }, value);
+          return fold(
+              kSame, [] { return C{0}; }, [](C& s, C v) { s = wrap_add(s, v); }, value);
         }
       case ReduceOp::kProd:
-        return fold(kSame, C{1}, [](C& s, C v) { s = wrap_mul(s, v); }, value);
+        return fold(
+            kSame, [] { return C{1}; }, [](C& s, C v) { s = wrap_mul(s, v); }, value);
       case ReduceOp::kMax:
-        return fold(kSame, lowest<C>(), [](C& s, C v) { s = max_nan(s, v); }, value);
+        return fold(
+            kSame, [] { return lowest<C>(); }, [](C& s, C v) { s = max_nan(s, v); }, value);
       case ReduceOp::kMin:
-        return fold(kSame, highest<C>(), [](C& s, C v) { s = min_nan(s, v); }, value);
+        return fold(
+            kSame, [] { return highest<C>(); }, [](C& s, C v) { s = min_nan(s, v); }, value);
       case ReduceOp::kArgMax:
         return fold(
-            std::type_identity<int32_t>{}, ArgBest<C, true>{}, [](auto& s, C v) { s.add(v); },
-            index);
+            std::type_identity<int32_t>{}, [] { return ArgBest<C, true>(); },
+            [](auto& s, C v) { s.add(v); }, index);
       case ReduceOp::kArgMin:
         return fold(
-            std::type_identity<int32_t>{}, ArgBest<C, false>{}, [](auto& s, C v) { s.add(v); },
-            index);
+            std::type_identity<int32_t>{}, [] { return ArgBest<C, false>(); },
+            [](auto& s, C v) { s.add(v); }, index);
       case ReduceOp::kAny:
-        return fold(kSame, C{0}, [](C& s, C v) { s = s != 0 || v != 0; }, value);
+        return fold(
+            kSame, [] { return C{0}; }, [](C& s, C v) { s = s != 0 || v != 0; }, value);
       case ReduceOp::kAll:
-        return fold(kSame, C{1}, [](C& s, C v) { s = s != 0 && v != 0; }, value);
+        return fold(
+            kSame, [] { return C{1}; }, [](C& s, C v) { s = s != 0 && v != 0; }, value);
     }
     unsupported("reduce", static_cast<int>(op), x.dtype);
   });

@@ -13,8 +13,7 @@ class CpuKernels final : public Kernels {
   void fill(const MutView& dst, Scalar value) const override;
   void iota(const MutView& dst) const override;
   void unary(UnaryOp op, const ConstView& x, const MutView& y) const override;
-  void binary(BinaryOp op, const ConstView& a, const ConstView& b,
-              const MutView& y) const override;
+  void binary(BinaryOp op, const ConstView& a, const ConstView& b, const MutView& y) const override;
   void select(const ConstView& cond, const ConstView& a, const ConstView& b,
               const MutView& y) const override;
   void reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const override;

@@ -155,9 +155,12 @@ void CallContext::throw_aborted() {
     message = abort_message_;
   }
   switch (kind) {
-    case AbortKind::kMismatch: throw CollectiveMismatch(message);
-    case AbortKind::kTimeout: throw CollectiveTimeout(message);
-    default: throw CallAborted("the mapped call was aborted because " + message);
+    case AbortKind::kMismatch:
+      throw CollectiveMismatch(message);
+    case AbortKind::kTimeout:
+      throw CollectiveTimeout(message);
+    default:
+      throw CallAborted("the mapped call was aborted because " + message);
   }
 }
 
@@ -171,10 +174,14 @@ std::string CallContext::where_is(int rank) {
   uint64_t seq = w >> 2;
   auto what = [&] { return signature_at(rank, seq).describe(mesh_); };
   switch (static_cast<State>(w & 3)) {
-    case kFinished: return fmt::format("returned from the body after {} collectives", seq);
-    case kFailed: return "raised an exception";
-    case kInCollective: return fmt::format("waits in collective #{} ({})", seq, what());
-    case kRunning: break;
+    case kFinished:
+      return fmt::format("returned from the body after {} collectives", seq);
+    case kFailed:
+      return "raised an exception";
+    case kInCollective:
+      return fmt::format("waits in collective #{} ({})", seq, what());
+    case kRunning:
+      break;
   }
   if (seq == 0) return "is running user code before its first collective";
   return fmt::format("is running user code after collective #{} ({})", seq, what());

@@ -36,9 +36,9 @@ struct GroupKey {
 };
 
 struct GroupLayout {
-  std::vector<int> group_of;                // mesh position -> group id
-  std::vector<int> rank_of;                 // mesh position -> rank inside its group
-  std::vector<std::vector<int>> members;    // group id -> mesh positions in rank order
+  std::vector<int> group_of;              // mesh position -> group id
+  std::vector<int> rank_of;               // mesh position -> rank inside its group
+  std::vector<std::vector<int>> members;  // group id -> mesh positions in rank order
 };
 
 // The groups of `key` on `mesh`; `key.groups` must already be validated.
@@ -90,7 +90,7 @@ class CallContext final : public SyncContext {
   struct alignas(64) Status {
     std::atomic<uint64_t> word{0};  // collectives entered << 2 | State
     std::atomic<uint64_t> hashes[kHistory] = {};
-    std::mutex mu;                  // guards sigs (read only to build messages)
+    std::mutex mu;  // guards sigs (read only to build messages)
     OpSignature sigs[kHistory];
     std::chrono::steady_clock::time_point entered;
   };

@@ -61,7 +61,8 @@ void Executor::loop(Worker* w, int spin) {
         cpu_relax();
       }
       w->sleeping.store(1, std::memory_order_seq_cst);
-      if (w->signal.load(std::memory_order_seq_cst) == seen) futex_wait(w->signal, seen, kIdleSleep);
+      if (w->signal.load(std::memory_order_seq_cst) == seen)
+        futex_wait(w->signal, seen, kIdleSleep);
       w->sleeping.store(0, std::memory_order_relaxed);
       continue;
     }

@@ -37,7 +37,8 @@ void futex_wake_all(const std::atomic<uint32_t>& word) {
 
 int available_cores() {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
   unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? static_cast<int>(n) : 1;
 }

@@ -27,7 +27,8 @@ struct WaitWord {
   // Sleeps while word == expected (see futex_wait).
   bool sleep(uint32_t expected, std::chrono::nanoseconds timeout) {
     sleepers.fetch_add(1, std::memory_order_seq_cst);
-    bool woke = word.load(std::memory_order_seq_cst) != expected || futex_wait(word, expected, timeout);
+    bool woke =
+        word.load(std::memory_order_seq_cst) != expected || futex_wait(word, expected, timeout);
     sleepers.fetch_sub(1, std::memory_order_relaxed);
     return woke;
   }

@@ -9,16 +9,26 @@ namespace spmd::internal {
 
 const char* collective_name(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kPsum: return "psum";
-    case CollectiveKind::kPmean: return "pmean";
-    case CollectiveKind::kPmax: return "pmax";
-    case CollectiveKind::kPmin: return "pmin";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kPsumScatter: return "psum_scatter";
-    case CollectiveKind::kPpermute: return "ppermute";
-    case CollectiveKind::kPshuffle: return "pshuffle";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kPsum:
+      return "psum";
+    case CollectiveKind::kPmean:
+      return "pmean";
+    case CollectiveKind::kPmax:
+      return "pmax";
+    case CollectiveKind::kPmin:
+      return "pmin";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kPsumScatter:
+      return "psum_scatter";
+    case CollectiveKind::kPpermute:
+      return "ppermute";
+    case CollectiveKind::kPshuffle:
+      return "pshuffle";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kBarrier:
+      return "barrier";
   }
   return "collective";
 }

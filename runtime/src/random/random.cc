@@ -42,7 +42,7 @@ Array fold_in(const Array& key, uint32_t data) {
 }
 
 Array fold_in(const Array& key, const Array& data) {
-  if (data.size() != 1 || !(is_integer(data.dtype()) || data.dtype() == DType::kBool)) {
+  if (data.ndim() != 0 || !(is_integer(data.dtype()) || data.dtype() == DType::kBool)) {
     throw TypeError(fmt::format("fold_in data must be a scalar integer array, got {}",
                                 type_string(data.dtype(), data.shape())));
   }

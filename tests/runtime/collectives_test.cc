@@ -1,0 +1,473 @@
+// Collectives: the collective rows of jax-semantics.md §7.A (pmap cases, run as shard_map over a
+// 1-D mesh with pmap's squeeze/expand adapter), every collective's semantics and errors (§4),
+// axis_index_groups, check_vma typing, dtypes and determinism. The suite is parameterised over
+// backends so that every backend runs the same cases.
+#include <cmath>
+#include <cstring>
+
+#include "test_util.h"
+
+namespace spmd {
+namespace {
+
+using namespace spmd::testing;
+
+// Backends to run the suite on. A CUDA backend adds kCuda here.
+class Collectives : public ::testing::TestWithParam<Platform> {
+ protected:
+  Mesh mesh(Shape sizes, std::vector<std::string> names) {
+    std::vector<Device> pool;
+    for (const Device& d : devices()) {
+      if (d.platform == GetParam()) pool.push_back(d);
+    }
+    return make_mesh(std::move(sizes), std::move(names), pool);
+  }
+  // pmap over n devices of this backend (in_axes = out_axes = 0), as in test_util's pmap_like.
+  template <class F>
+  auto pmap(F f, int64_t n) {
+    return shard_map(
+        [f](const Array& x) { return expand_dims(f(squeeze(x, std::vector<int>{0})), 0); },
+        mesh({n}, {"i"}), P("i"), P("i"), {.check_vma = false});
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, Collectives, ::testing::Values(Platform::kCpu),
+                         [](const ::testing::TestParamInfo<Platform>& p) {
+                           return p.param == Platform::kCpu ? "cpu" : "cuda";
+                         });
+
+// ---- §7.A collective rows ----
+
+TEST_P(Collectives, C02Psum) {
+  auto f = pmap([](const Array& x) { return x - psum(x, "i"); }, 4);
+  EXPECT_ARRAY_EQ(f(farange(8, {4, 2})), floats({-12, -15, -10, -13, -8, -11, -6, -9}, {4, 2}));
+}
+
+TEST_P(Collectives, C03Pmean) {
+  auto f = pmap([](const Array& x) { return x / pmean(x, "i"); }, 4);
+  EXPECT_ARRAY_EQ(f(arange(4, DType::kFloat32)), floats({0.f, 1.f / 1.5f, 2.f / 1.5f, 3.f / 1.5f}));
+  auto g = pmap([](const Array& x) { return pmean(x, "i"); }, 4);
+  EXPECT_ARRAY_EQ(g(arange(4, DType::kFloat32)), floats({1.5f, 1.5f, 1.5f, 1.5f}));
+}
+
+TEST_P(Collectives, C04PmaxPmin) {
+  auto hi = pmap([](const Array& x) { return pmax(x, "i"); }, 4);
+  auto lo = pmap([](const Array& x) { return pmin(x, "i"); }, 4);
+  EXPECT_ARRAY_EQ(hi(iarange(8, {4, 2})), ints({6, 7, 6, 7, 6, 7, 6, 7}, {4, 2}));
+  EXPECT_ARRAY_EQ(lo(iarange(8, {4, 2})), ints({0, 1, 0, 1, 0, 1, 0, 1}, {4, 2}));
+}
+
+TEST_P(Collectives, C11AxisIndex) {
+  auto f = pmap([](const Array& x) { return x + axis_index("i"); }, 4);
+  EXPECT_ARRAY_EQ(f(ones({4}, DType::kInt32)), ints({1, 2, 3, 4}));
+}
+
+TEST_P(Collectives, C12AxisSizeAndConstantPsum) {
+  auto size = pmap([](const Array&) { return full({}, axis_size("i"), DType::kInt32); }, 4);
+  auto constant = pmap([](const Array&) { return psum(Array::scalar(1), "i"); }, 4);
+  EXPECT_ARRAY_EQ(size(arange(4)), ints({4, 4, 4, 4}));
+  EXPECT_ARRAY_EQ(constant(arange(4)), ints({4, 4, 4, 4}));
+}
+
+TEST_P(Collectives, C13BoolPsumAndPmean) {
+  Array x = Array::from_vector<bool>({true, false});
+  EXPECT_ARRAY_EQ(pmap([](const Array& b) { return psum(b, "i"); }, 2)(x), ints({1, 1}));
+  EXPECT_ARRAY_EQ(pmap([](const Array& b) { return pmean(b, "i"); }, 2)(x), floats({0.5f, 0.5f}));
+}
+
+TEST_P(Collectives, C15PpermuteNonDestinationsGetZeros) {
+  auto f = pmap([](const Array& x) { return ppermute(x, "i", {{0, 1}, {1, 2}, {2, 3}}); }, 4);
+  EXPECT_ARRAY_EQ(f(floats({1, 2, 3, 4})), floats({0, 1, 2, 3}));
+}
+
+TEST_P(Collectives, C16Pshuffle) {
+  auto f = pmap([](const Array& x) { return pshuffle(x, "i", {3, 0, 1, 2}); }, 4);
+  EXPECT_ARRAY_EQ(f(arange(4) * 10), ints({30, 0, 10, 20}));
+}
+
+TEST_P(Collectives, C17C18C19AllGather) {
+  Array x = iarange(8, {4, 2});
+  auto stacked = pmap([](const Array& b) { return all_gather(b, "i"); }, 4);
+  EXPECT_ARRAY_EQ(stacked(x), stack({x, x, x, x}));
+  auto tiled = pmap([](const Array& b) { return all_gather(b, "i", {.tiled = true}); }, 4);
+  EXPECT_ARRAY_EQ(tiled(x), stack({arange(8), arange(8), arange(8), arange(8)}));
+  Array y = iarange(12, {4, 3});
+  auto last = pmap([](const Array& b) { return all_gather(b, "i", {.axis = -1}); }, 4);
+  Array yt = transpose(y);
+  EXPECT_ARRAY_EQ(last(y), stack({yt, yt, yt, yt}));
+}
+
+TEST_P(Collectives, C21C22PsumScatter) {
+  Array x = iarange(16, {4, 4});
+  auto untiled = pmap([](const Array& b) { return psum_scatter(b, "i"); }, 4);
+  auto tiled = pmap([](const Array& b) { return psum_scatter(b, "i", {.tiled = true}); }, 4);
+  EXPECT_ARRAY_EQ(untiled(x), ints({24, 28, 32, 36}));
+  EXPECT_ARRAY_EQ(tiled(x), ints({24, 28, 32, 36}, {4, 1}));
+}
+
+TEST_P(Collectives, C24PsumWithGroups) {
+  auto f = pmap(
+      [](const Array& b) {
+        return psum(b, "i", {.axis_index_groups = {{0, 1}, {2, 3}}});
+      },
+      4);
+  EXPECT_ARRAY_EQ(f(arange(4)), ints({1, 1, 5, 5}));
+  EXPECT_ARRAY_EQ(f(iarange(16, {4, 4})),
+                  ints({4, 6, 8, 10, 4, 6, 8, 10, 20, 22, 24, 26, 20, 22, 24, 26}, {4, 4}));
+}
+
+TEST_P(Collectives, C26ConstantPsumWithGroups) {
+  auto f = pmap(
+      [](const Array& x) {
+        Array two = Array::scalar(2.0f);
+        return x - psum(two, "i", {.axis_index_groups = {{0, 1, 2, 3}, {4, 5, 6, 7}}});
+      },
+      8);
+  Array x = farange(32, {8, 4});
+  EXPECT_ARRAY_EQ(f(x), x - 8.0f);
+}
+
+TEST_P(Collectives, C27AllToAll) {
+  auto f = pmap([](const Array& x) { return all_to_all(x, "i", 0, 0); }, 4);
+  Array x = iarange(16, {4, 4});
+  EXPECT_ARRAY_EQ(f(x), transpose(x));
+}
+
+TEST_P(Collectives, C29Pswapaxes) {
+  auto f = pmap([](const Array& x) { return pswapaxes(x, "i", 1); }, 4);
+  Array x = iarange(32, {4, 2, 4});
+  EXPECT_ARRAY_EQ(f(x), swapaxes(x, 0, 2));
+}
+
+TEST_P(Collectives, C31DeviceSubsets) {
+  std::vector<Device> all = mesh({8}, {"i"}).devices();
+  Mesh first6({all.begin(), all.begin() + 6}, {6}, {"i"});
+  Mesh last2({all.end() - 2, all.end()}, {2}, {"i"});
+  auto f1 = shard_map([](const Array& x) { return x / psum(x, "i"); }, first6, P("i"), P("i"));
+  auto f2 = shard_map([](const Array& x) { return psum(x * x, "i"); }, last2, P("i"), P());
+  Array x = arange(6, DType::kFloat32);
+  EXPECT_ARRAY_EQ(f1(x), x / 15.0f);
+  EXPECT_ARRAY_EQ(f2(floats({2, 3})), floats({13}));
+}
+
+// ---- all_to_all and all_gather layouts ----
+
+TEST_P(Collectives, AllToAllIdentityMatchesMoveaxis) {
+  // JAX's identity for the untiled form: pmap(all_to_all(., s, c))(x) equals
+  // moveaxis(x, (0, s + 1), (c + 1, 0)).
+  Array x = iarange(64, {4, 4, 4});
+  for (int split : {0, 1}) {
+    for (int concat : {0, 1}) {
+      auto f = pmap([=](const Array& b) { return all_to_all(b, "i", split, concat); }, 4);
+      std::vector<int> order;
+      for (int d = 0; d < 3; ++d) {
+        if (d != 0 && d != split + 1) order.push_back(d);
+      }
+      order.insert(order.begin(), split + 1);  // destination 0 first, as NumPy inserts
+      order.insert(order.begin() + concat + 1, 0);
+      EXPECT_ARRAY_EQ(f(x), transpose(x, order)) << "split " << split << " concat " << concat;
+    }
+  }
+}
+
+TEST_P(Collectives, AllToAllTiledOnSecondDimension) {
+  auto f = shard_map([](const Array& b) { return all_to_all(b, "i", 1, 0, {.tiled = true}); },
+                     mesh({2}, {"i"}), P("i", None), P(None, "i"));
+  // Device p receives columns [2p, 2p+2) of every device's rows: the identity on the global
+  // array (rows split -> columns split).
+  Array x = iarange(16, {4, 4});
+  EXPECT_ARRAY_EQ(f(x), x);
+}
+
+TEST_P(Collectives, AllGatherOverTwoAxesFollowsCallerOrder) {
+  Mesh m = mesh({2, 2}, {"i", "j"});
+  auto ij = shard_map(
+      [](const Array& b) {
+        return all_gather(b, {"i", "j"}, {.tiled = true, .to = To::kInvariant});
+      },
+      m, P({"i", "j"}), P());
+  auto ji = shard_map(
+      [](const Array& b) {
+        return all_gather(b, {"j", "i"}, {.tiled = true, .to = To::kInvariant});
+      },
+      m, P({"i", "j"}), P());
+  EXPECT_ARRAY_EQ(ij(arange(4)), arange(4));
+  EXPECT_ARRAY_EQ(ji(arange(4)), ints({0, 2, 1, 3}));
+}
+
+TEST_P(Collectives, PsumScatterOnInnerDimensionAndNegativeAxis) {
+  auto f = pmap(
+      [](const Array& b) { return psum_scatter(b, "i", {.scatter_dimension = -1, .tiled = true}); },
+      2);
+  Array x = iarange(2 * 3 * 4, {2, 3, 4});
+  // Sum over devices, then device p keeps columns [2p, 2p+2).
+  Array total = add(take(x, 0, 0), take(x, 1, 0));
+  EXPECT_ARRAY_EQ(f(x), stack({slice(total, {0, 0}, {3, 2}), slice(total, {0, 2}, {3, 4})}));
+}
+
+TEST_P(Collectives, MultiAxisPpermuteInMeshOrder) {
+  auto f = shard_map(
+      [](const Array& b) {
+        return ppermute(b, {"i", "j"}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+      },
+      mesh({2, 2}, {"i", "j"}), P({"i", "j"}), P({"i", "j"}));
+  EXPECT_ARRAY_EQ(f(arange(4)), ints({3, 0, 1, 2}));
+}
+
+TEST_P(Collectives, PpermuteIndicesAreTakenModuloTheGroupSize) {
+  auto f = pmap([](const Array& x) { return ppermute(x, "i", {{-1, 0}, {0, 5}}); }, 4);
+  EXPECT_ARRAY_EQ(f(ints({1, 2, 3, 4})), ints({4, 1, 0, 0}));
+}
+
+// ---- axis_index_groups ----
+
+TEST_P(Collectives, GroupedPsumUnderCheckVmaIsSupported) {
+  // S36: JAX raises NotImplementedError here; spmd computes the group sums and types the result
+  // as still varying over 'i' (groups hold different values), so out_specs must keep 'i'.
+  ReduceOptions groups{.axis_index_groups = {{0, 1}, {2, 3}}};
+  auto f = shard_map([=](const Array& b) { return psum(b, "i", groups); }, mesh({4}, {"i"}), P("i"),
+                     P("i"));
+  EXPECT_ARRAY_EQ(f(arange(4)), ints({1, 1, 5, 5}));
+  auto replicated = shard_map([=](const Array& b) { return psum(b, "i", groups); },
+                              mesh({4}, {"i"}), P("i"), P());
+  expect_error<ValueError>([&] { replicated(arange(4)); }, {"could not infer replication"});
+  auto mean = shard_map([=](const Array& b) { return pmean(b, "i", groups); }, mesh({4}, {"i"}),
+                        P("i"), P("i"));
+  EXPECT_ARRAY_EQ(mean(arange(4)), floats({0.5f, 0.5f, 2.5f, 2.5f}));
+}
+
+TEST_P(Collectives, UnevenGroupsDivideByTheirOwnSize) {
+  // JAX divides by len(groups[0]) for every group (an accident); spmd uses each group's size.
+  auto f = pmap(
+      [](const Array& b) {
+        return pmean(b, "i", {.axis_index_groups = {{0}, {1, 2, 3}}});
+      },
+      4);
+  EXPECT_ARRAY_EQ(f(floats({3, 1, 2, 6})), floats({3, 3, 3, 3}));
+}
+
+TEST_P(Collectives, GroupOrderSetsGatherPositions) {
+  auto f = pmap(
+      [](const Array& b) {
+        return all_gather(b, "i", {.axis_index_groups = {{1, 0}, {3, 2}}});
+      },
+      4);
+  EXPECT_ARRAY_EQ(f(ints({10, 11, 12, 13})), ints({11, 10, 11, 10, 13, 12, 13, 12}, {4, 2}));
+}
+
+TEST_P(Collectives, GroupErrors) {
+  auto cover = pmap(
+      [](const Array& b) {
+        return psum(b, "i", {.axis_index_groups = {{0, 1}, {1, 2}}});
+      },
+      4);
+  expect_error<ValueError>([&] { cover(arange(4)); },
+                           {"axis_index_groups must cover all indices exactly once"});
+  auto partial = pmap(
+      [](const Array& b) {
+        return psum(b, "i", {.axis_index_groups = {{0, 1}}});
+      },
+      4);
+  expect_error<ValueError>([&] { partial(arange(4)); }, {"must cover all indices exactly once"});
+  auto uneven = pmap(
+      [](const Array& b) {
+        return all_gather(b, "i", {.axis_index_groups = {{0}, {1, 2, 3}}});
+      },
+      4);
+  expect_error<ValueError>([&] { uneven(arange(4)); }, {"must all be the same size"});
+  auto a2a = pmap(
+      [](const Array& b) {
+        return all_to_all(b.reshape({1}), "i", 0, 0, {.axis_index_groups = {{0}, {1, 2, 3}}});
+      },
+      4);
+  expect_error<ValueError>([&] { a2a(arange(4)); }, {"Replica groups must be equally sized"});
+  auto invariant = pmap(
+      [](const Array& b) {
+        return all_gather(b, "i", {.to = To::kInvariant, .axis_index_groups = {{0, 1}, {2, 3}}});
+      },
+      4);
+  expect_error<ValueError>([&] { invariant(arange(4)); }, {"does not take axis_index_groups"});
+}
+
+// ---- §4 errors ----
+
+TEST_P(Collectives, UnboundAxisNames) {
+  expect_error<NameError>([] { psum(arange(4), "batch"); },
+                          {"Found an unbound axis name: batch. To fix this, please call psum "
+                           "under `spmd::shard_map`"});
+  auto f = pmap([](const Array& x) { return all_gather(x, "k"); }, 4);
+  expect_error<NameError>([&] { f(arange(4)); }, {"Found an unbound axis name: k", "all_gather"});
+  expect_error<NameError>([] { axis_index("i"); }, {"Found an unbound axis name: i"});
+  auto twice = pmap([](const Array& x) { return psum(x, {"i", "i"}); }, 4);
+  expect_error<ValueError>([&] { twice(arange(4)); }, {"axis name 'i' twice"});
+}
+
+TEST_P(Collectives, S35PpermuteAxesOutOfMeshOrder) {
+  auto f = shard_map(
+      [](const Array& b) {
+        return ppermute(b, {"j", "i"}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+      },
+      mesh({2, 2}, {"i", "j"}), P({"j", "i"}), P({"j", "i"}));
+  expect_error<RuntimeError>([&] { f(arange(4)); },
+                             {"Make sure that the axis_name passed to spmd::ppermute is in the "
+                              "same order as the axis_names declared on the mesh"});
+}
+
+TEST_P(Collectives, S38S39SizeErrors) {
+  auto a2a = pmap([](const Array& x) { return all_to_all(x, "i", 0, 0); }, 2);
+  expect_error<ValueError>(
+      [&] {
+        a2a(iarange(6, {2, 3}));
+      },
+      {"all_to_all requires the size of the mapped axis axis_name to equal x.shape[split_axis], "
+       "but they are 2 and 3 respectively."});
+  auto a2a_tiled =
+      pmap([](const Array& x) { return all_to_all(x, "i", 0, 0, {.tiled = true}); }, 2);
+  expect_error<ValueError>(
+      [&] {
+        a2a_tiled(iarange(6, {2, 3}));
+      },
+      {"The size of all_to_all split_axis (3) has to be divisible by the "
+       "size of the named axis 'i' (2)"});
+  auto scatter = pmap([](const Array& x) { return psum_scatter(x, "i"); }, 2);
+  expect_error<ValueError>(
+      [&] {
+        scatter(iarange(6, {2, 3}));
+      },
+      {"reduce_scatter operand scatter dimension size 3 must match shard "
+       "count 2"});
+  auto scatter_tiled =
+      pmap([](const Array& x) { return psum_scatter(x, "i", {.tiled = true}); }, 2);
+  expect_error<ValueError>(
+      [&] {
+        scatter_tiled(iarange(6, {2, 3}));
+      },
+      {"tiled reduce_scatter operand scatter dimension size 3 must be "
+       "divisible by shard_count 2"});
+  auto gather = pmap([](const Array& x) { return all_gather(x, "i", {.axis = 2}); }, 2);
+  expect_error<ValueError>([&] { gather(iarange(6, {2, 3})); }, {"out of bounds"});
+}
+
+TEST_P(Collectives, S40S47PermutationErrors) {
+  auto dup = pmap([](const Array& x) { return ppermute(x, "i", {{0, 1}, {1, 1}}); }, 2);
+  expect_error<ValueError>([&] { dup(arange(2)); },
+                           {"ppermute sources and destinations must be unique, got ((0, 1), (1, "
+                            "1))."});
+  auto bad = pmap([](const Array& x) { return pshuffle(x, "i", {1, 1, 2, 3}); }, 4);
+  expect_error<ValueError>([&] { bad(arange(4)); },
+                           {"`perm` does not represent a permutation: [1, 1, 2, 3]"});
+  auto short_perm = pmap([](const Array& x) { return pshuffle(x, "i", {1, 0}); }, 4);
+  expect_error<ValueError>([&] { short_perm(arange(4)); }, {"has 2 entries", "4 positions"});
+}
+
+TEST_P(Collectives, UnsupportedToValues) {
+  auto f = pmap([](const Array& x) { return all_gather(x, "i", {.to = To::kReduced}); }, 2);
+  expect_error<NotImplementedError>([&] { f(arange(2)); }, {"reduced"});
+}
+
+// ---- check_vma typing ----
+
+TEST_P(Collectives, VaryingAxesFollowJaxRules) {
+  Mesh m = mesh({4}, {"i"});
+  auto replicated = [&](auto body) {
+    return shard_map(body, m, P("i"), P())(arange(16, DType::kFloat32));
+  };
+  // Reductions make the result invariant; so do invariant gathers.
+  EXPECT_ARRAY_EQ(replicated([](const Array& b) { return pmean(b, "i"); }), floats({6, 7, 8, 9}));
+  EXPECT_ARRAY_EQ(replicated([](const Array& b) { return pmax(b, "i") + pmin(b, "i"); }),
+                  floats({12, 14, 16, 18}));
+  // Everything else is varying: ppermute, psum_scatter, all_to_all, axis_index, mixing.
+  for (auto body : std::vector<std::function<Array(const Array&)>>{
+           [](const Array& b) {
+             return ppermute(psum(b, "i"), "i", {{0, 1}});
+           },
+           [](const Array& b) { return psum_scatter(psum(b, "i"), "i", {.tiled = true}); },
+           [](const Array& b) { return psum(b, "i") + axis_index("i"); },
+           [](const Array& b) { return psum(b, "i") * b; }}) {
+    expect_error<ValueError>([&] { replicated(body); }, {"could not infer replication"});
+  }
+}
+
+TEST_P(Collectives, Pcast) {
+  Mesh m = mesh({4}, {"i"});
+  auto f = shard_map([](const Array& b) { return pcast(b, "i", To::kVarying); }, m, P(), P("i"));
+  EXPECT_ARRAY_EQ(f(ints({7})), ints({7, 7, 7, 7}));
+  auto typed = shard_map([](const Array& b) { return pcast(b, "i", To::kVarying); }, m, P(), P());
+  expect_error<ValueError>([&] { typed(ints({7})); }, {"could not infer replication"});
+  auto again =
+      shard_map([](const Array& b) { return pcast(b, "i", To::kVarying); }, m, P("i"), P("i"));
+  expect_error<ValueError>([&] { again(arange(4)); },
+                           {"Unsupported pcast from=varying, to='varying'"});
+  auto unchecked = shard_map([](const Array& b) { return pcast(b, "i", To::kVarying); }, m, P("i"),
+                             P("i"), {.check_vma = false});
+  EXPECT_ARRAY_EQ(unchecked(arange(4)), arange(4));
+  auto invariant =
+      shard_map([](const Array& b) { return pcast(b, "i", To::kInvariant); }, m, P(), P());
+  expect_error<ValueError>([&] { invariant(ints({1})); }, {"unexpected `to` value"});
+}
+
+// ---- dtypes, determinism, large messages ----
+
+TEST_P(Collectives, PsumDtypes) {
+  auto f = pmap([](const Array& x) { return psum(x, "i"); }, 4);
+  EXPECT_ARRAY_EQ(f(arange(4, DType::kInt64)), full({4}, 6, DType::kInt64));
+  EXPECT_ARRAY_EQ(f(arange(4, DType::kUInt32)), full({4}, 6, DType::kUInt32));
+  EXPECT_ARRAY_EQ(f(arange(4, DType::kFloat64)), full({4}, 6, DType::kFloat64));
+  EXPECT_ARRAY_EQ(f(arange(4, DType::kFloat16)), full({4}, 6, DType::kFloat16));
+  // int32 sums wrap like XLA's.
+  Array big = full({4}, 1 << 30, DType::kInt32);
+  EXPECT_ARRAY_EQ(f(big), full({4}, 0, DType::kInt32));
+}
+
+TEST_P(Collectives, HalfFloatsAccumulateInFloat32AndRoundOnce) {
+  // 256 + 1 + ... + 1 (seven ones) is 263 exactly in float32 and rounds to 264 in bfloat16;
+  // adding in bfloat16 step by step would stay at 256.
+  auto f = pmap([](const Array& x) { return psum(x, "i"); }, 8);
+  Array x = floats({256, 1, 1, 1, 1, 1, 1, 1}).astype(DType::kBFloat16);
+  EXPECT_ARRAY_EQ(f(x), full({8}, 264, DType::kBFloat16));
+}
+
+TEST_P(Collectives, FloatSumsAreInRankOrderOnEveryDeviceForEverySize) {
+  for (int64_t n : {3, 1000, 5000, 100003}) {  // one-shot and owner-computes paths
+    std::vector<float> values(8 * n);
+    for (size_t k = 0; k < values.size(); ++k) {
+      values[k] = std::sin(static_cast<float>(k)) * 1e3f + 1e-3f * static_cast<float>(k % 7);
+    }
+    std::vector<float> expected(n);
+    for (int64_t e = 0; e < n; ++e) {
+      float acc = values[e];
+      for (int q = 1; q < 8; ++q) acc += values[q * n + e];
+      expected[e] = acc;
+    }
+    auto f = shard_map([](const Array& b) { return psum(b, "i"); }, mesh({8}, {"i"}), P("i"), P(),
+                       {.check_vma = false});
+    Array y = f(floats(values));
+    EXPECT_ARRAY_EQ(y, floats(expected));
+    for (const Shard& s : y.addressable_shards()) EXPECT_ARRAY_EQ(s.data, floats(expected));
+  }
+}
+
+TEST_P(Collectives, PmaxPropagatesNaN) {
+  auto f = pmap([](const Array& x) { return pmax(x, "i"); }, 4);
+  Array y = f(floats({1, NAN, 3, 2}));
+  for (float v : y.to_vector<float>()) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST_P(Collectives, LargeCollectivesMatchReferences) {
+  const int64_t n = 1 << 16;
+  Array x = arange(8 * n, DType::kFloat32).reshape({8, n});
+  auto gather = shard_map(
+      [](const Array& b) { return all_gather(b, "i", {.tiled = true, .to = To::kInvariant}); },
+      mesh({8}, {"i"}), P("i"), P());
+  EXPECT_ARRAY_EQ(gather(x), x);
+  auto a2a = shard_map([](const Array& b) { return all_to_all(b, "i", 1, 0, {.tiled = true}); },
+                       mesh({8}, {"i"}), P("i"), P(None, "i"));
+  EXPECT_ARRAY_EQ(a2a(x), x);
+  auto scatter = shard_map(
+      [](const Array& b) { return psum_scatter(b, "i", {.scatter_dimension = 1, .tiled = true}); },
+      mesh({8}, {"i"}), P("i"), P(None, "i"));
+  EXPECT_ARRAY_EQ(scatter(x), sum(x, 0, true));
+}
+
+}  // namespace
+}  // namespace spmd

@@ -1,0 +1,192 @@
+// Fault behaviour of mapped calls (design.md §2): an exception on one device aborts the call and
+// releases the others; devices that run different collectives, or return while others wait, get
+// CollectiveMismatch at once; a device stuck in user code past the deadline gives
+// CollectiveTimeout naming it. Every test bounds its own running time: none of these may hang.
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "test_util.h"
+
+namespace spmd {
+namespace {
+
+using namespace spmd::testing;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int device_index() { return axis_index("i").item<int32_t>(); }
+
+// The exception type every device saw, by mesh position.
+struct Seen {
+  std::mutex mu;
+  std::vector<std::string> kinds = std::vector<std::string>(8);
+  void record(int d, const std::string& kind) {
+    std::lock_guard<std::mutex> lock(mu);
+    kinds[d] = kind;
+  }
+};
+
+TEST(Faults, UserExceptionAbortsTheCallAndReleasesWaiters) {
+  auto start = Clock::now();
+  auto f = shard_map(
+      [](const Array& b) {
+        if (device_index() == 3) throw std::runtime_error("bad input on this shard");
+        return psum(b, "i");  // the other seven would wait for device 3 forever
+      },
+      mesh1(8), P("i"), P());
+  try {
+    f(arange(16));
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("[on cpu:3]"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("bad input on this shard"));
+    try {
+      std::rethrow_if_nested(e);
+      FAIL() << "the original exception should be nested";
+    } catch (const std::runtime_error& original) {
+      EXPECT_STREQ(original.what(), "bad input on this shard");
+    }
+  }
+  EXPECT_LT(seconds_since(start), 5.0);
+}
+
+TEST(Faults, SpmdErrorsKeepTheirTypeAndRecordTheDevice) {
+  auto f = shard_map(
+      [](const Array& b) {
+        if (device_index() == 2) return reshape(b, {3});  // ValueError on device 2 only
+        return all_gather(b, "i", {.tiled = true});
+      },
+      mesh1(4), P("i"), P("i"));
+  try {
+    f(arange(8));
+    FAIL() << "expected ValueError";
+  } catch (const ValueError& e) {
+    EXPECT_EQ(e.device(), 2);
+    EXPECT_THAT(e.what(), ::testing::StartsWith("[on cpu:2] cannot reshape array"));
+  }
+}
+
+TEST(Faults, DifferentCollectivesRaiseMismatchOnEveryDevice) {
+  Seen seen;
+  auto f = shard_map(
+      [&](const Array& b) {
+        int d = device_index();
+        try {
+          return d == 0 ? psum(b, "i") : pmax(b, "i");
+        } catch (const CollectiveMismatch&) {
+          seen.record(d, "mismatch");
+          throw;
+        }
+      },
+      mesh1(4), P("i"), P("i"), {.check_vma = false});
+  expect_error<CollectiveMismatch>(
+      [&] { f(arange(8)); },
+      {"ran different collectives at collective #1", "psum of i32[2]", "pmax of i32[2]"});
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(seen.kinds[d], "mismatch") << "device " << d;
+}
+
+TEST(Faults, DifferentAxesShapesOrParametersAreMismatches) {
+  Mesh mesh = mesh2(2, 2);
+  auto axes = shard_map(
+      [](const Array& b) {
+        return axis_index("j").item<int32_t>() == 0 ? psum(b, "i") : psum(b, "j");
+      },
+      mesh, P("i", "j"), P("i", "j"), {.check_vma = false});
+  expect_error<CollectiveMismatch>([&] { axes(iarange(16, {4, 4})); }, {"over 'i'", "over 'j'"});
+  auto shapes = shard_map(
+      [](const Array& b) {
+        return psum(axis_index("i").item<int32_t>() == 0 ? b : concatenate({b, b}), "i");
+      },
+      mesh1(2), P("i"), P("i"), {.check_vma = false});
+  expect_error<CollectiveMismatch>([&] { shapes(arange(4)); }, {"i32[2]", "i32[4]"});
+  auto params =
+      shard_map([](const Array& b) { return all_gather(b, "i", {.tiled = device_index() == 0}); },
+                mesh1(2), P("i"), P("i"), {.check_vma = false});
+  expect_error<CollectiveMismatch>([&] { params(arange(4)); }, {"different parameters"});
+}
+
+TEST(Faults, ReturningWhileOthersWaitIsAnErrorAtOnce) {
+  auto start = Clock::now();
+  auto f = shard_map(
+      [](const Array& b) {
+        if (device_index() == 5) return b;  // skips the collective
+        return psum(b, "i");
+      },
+      mesh1(8), P("i"), P("i"), {.check_vma = false});
+  expect_error<CollectiveMismatch>(
+      [&] { f(arange(16)); },
+      {"cpu:5 returned from the body", "after 0 collectives", "psum of i32[2] over 'i'"});
+  EXPECT_LT(seconds_since(start), 5.0);  // the deadline is 300 s: this was not a timeout
+}
+
+TEST(Faults, ExtraCollectiveAtTheEndIsAnError) {
+  auto f = shard_map(
+      [](const Array& b) {
+        Array s = psum(b, "i");
+        if (device_index() == 0) s = psum(s, "i");
+        return s;
+      },
+      mesh1(4), P("i"), P("i"), {.check_vma = false});
+  expect_error<CollectiveMismatch>([&] { f(arange(8)); }, {"returned from the body"});
+}
+
+TEST(Faults, StuckDeviceGivesTimeoutNamingIt) {
+  auto start = Clock::now();
+  auto f = shard_map(
+      [](const Array& b) {
+        Array s = psum(b, "i");
+        if (device_index() == 3) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        return psum(s, "i");
+      },
+      mesh1(4), P("i"), P("i"), {.check_vma = false, .collective_timeout_s = 0.3});
+  expect_error<CollectiveTimeout>(
+      [&] { f(arange(8)); },
+      {"did not complete within 0.3 s", "cpu:3 is running user code after collective #1",
+       "SPMD_COLLECTIVE_TIMEOUT_S"});
+  EXPECT_LT(seconds_since(start), 5.0);
+}
+
+TEST(Faults, WorkersAreHealthyAfterAFailedCall) {
+  auto bad = shard_map(
+      [](const Array& b) {
+        if (device_index() == 1) throw std::runtime_error("boom");
+        return psum(b, "i");
+      },
+      mesh1(4), P("i"), P());
+  auto good = shard_map([](const Array& b) { return psum(b, "i"); }, mesh1(4), P("i"), P());
+  for (int round = 0; round < 20; ++round) {
+    EXPECT_THROW(bad(arange(8)), DeviceError);
+    EXPECT_ARRAY_EQ(good(arange(8)), ints({12, 16}));
+  }
+}
+
+TEST(Faults, AllDevicesFailingReportsOneError) {
+  auto f = shard_map([](const Array&) -> Array { throw ValueError("everyone fails"); }, mesh1(8),
+                     P("i"), P("i"));
+  expect_error<ValueError>([&] { f(arange(8)); }, {"everyone fails"});
+}
+
+TEST(Faults, ConcurrentCallsOnOverlappingMeshesDoNotDeadlock) {
+  // Calls from two host threads on meshes that share devices in opposite orders.
+  std::vector<Device> all = devices();
+  Mesh forward({all.begin(), all.begin() + 4}, {4}, {"i"});
+  Mesh backward({all[3], all[2], all[1], all[0]}, {4}, {"i"});
+  auto run = [](const Mesh& mesh, std::atomic<int>& ok) {
+    auto f = shard_map([](const Array& b) { return psum(b, "i"); }, mesh, P("i"), P());
+    for (int k = 0; k < 200; ++k) ok += array_equal(f(arange(8)), ints({12, 16})) ? 1 : 0;
+  };
+  std::atomic<int> ok{0};
+  std::thread a([&] { run(forward, ok); });
+  std::thread b([&] { run(backward, ok); });
+  a.join();
+  b.join();
+  EXPECT_EQ(ok.load(), 400);
+}
+
+}  // namespace
+}  // namespace spmd

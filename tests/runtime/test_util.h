@@ -1,0 +1,75 @@
+// Helpers shared by the runtime tests: array literals, exact comparisons, error expectations,
+// and the pmap-style adapter used to run JAX's pmap conformance cases through shard_map.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "spmd/spmd.h"
+
+namespace spmd::testing {
+
+template <class T>
+Array array(std::vector<T> values, Shape shape) {
+  return Array::from_vector<T>(values, shape);
+}
+inline Array ints(std::vector<int32_t> values, Shape shape) { return array(values, shape); }
+inline Array ints(std::vector<int32_t> values) {
+  Shape shape{static_cast<int64_t>(values.size())};
+  return array(values, shape);
+}
+inline Array floats(std::vector<float> values, Shape shape) { return array(values, shape); }
+inline Array floats(std::vector<float> values) {
+  Shape shape{static_cast<int64_t>(values.size())};
+  return array(values, shape);
+}
+// arange(n) as float32, reshaped.
+inline Array farange(int64_t n, Shape shape) {
+  return arange(n, DType::kFloat32).reshape(std::move(shape));
+}
+inline Array iarange(int64_t n, Shape shape) { return arange(n).reshape(std::move(shape)); }
+
+// Shape, dtype and every element equal (exact, bitwise for floats).
+inline ::testing::AssertionResult arrays_equal(const Array& actual, const Array& expected) {
+  if (array_equal(actual, expected)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "actual " << type_string(actual.dtype(), actual.shape()) << " " << actual
+         << "\nexpected " << type_string(expected.dtype(), expected.shape()) << " " << expected;
+}
+#define EXPECT_ARRAY_EQ(actual, expected) \
+  EXPECT_TRUE(::spmd::testing::arrays_equal((actual), (expected)))
+
+// Runs `fn`, expects exception type E whose message contains every phrase.
+template <class E, class Fn>
+void expect_error(Fn&& fn, std::initializer_list<std::string> phrases) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an exception, none was thrown";
+  } catch (const E& e) {
+    for (const std::string& p : phrases) EXPECT_THAT(e.what(), ::testing::HasSubstr(p));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "unexpected exception type " << typeid(e).name() << ": " << e.what();
+  }
+}
+
+inline Mesh mesh1(int64_t n, const std::string& name = "i") { return make_mesh({n}, {name}); }
+inline Mesh mesh2(int64_t a, int64_t b, const std::string& x = "i", const std::string& y = "j") {
+  return make_mesh({a, b}, {x, y});
+}
+
+// JAX's pmap over the first n devices with in_axes = out_axes = 0, written as a shard_map (the
+// design of JAX's own pmap-on-shard_map): the body sees each argument with dim 0 squeezed and its
+// result gets dim 0 back. check_vma is off, as in pmap.
+template <class F>
+auto pmap_like(F f, int64_t n, const std::string& name = "i") {
+  Mesh mesh = mesh1(n, name);
+  return shard_map(
+      [f](const Array& x) { return expand_dims(f(squeeze(x, std::vector<int>{0})), 0); }, mesh,
+      P(name), P(name), {.check_vma = false});
+}
+
+}  // namespace spmd::testing
