@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <numeric>
 
@@ -271,7 +272,15 @@ Array where(const Array& cond, const Array& a, const Array& b) {
 }
 
 Array weak_scalar(WeakScalar s, const Array& like) {
+  if (s.is_bool) return full({}, s.value, like.dtype());
   DType dt = promote_with_scalar(like.dtype(), s.is_float);
+  if (!s.is_float && dt == DType::kInt32 &&
+      (s.value < static_cast<double>(INT32_MIN) || s.value > static_cast<double>(INT32_MAX))) {
+    throw ValueError(
+        fmt::format("Python int {:.0f} too large to convert to int32 (the dtype of "
+                    "the array it is combined with); convert the array first",
+                    s.value));
+  }
   // An integer literal wraps into the array's integer type as in JAX (uint32 array + -1 adds
   // 0xffffffff); converting the double directly would saturate it to 0.
   if (!s.is_float && is_integer(dt)) return astype(full({}, s.value, DType::kInt64), dt);

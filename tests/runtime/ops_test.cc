@@ -319,6 +319,11 @@ TEST(OpsTest, WeakScalars) {
   EXPECT_TRUE(Is(weak_scalar(0.5, x), kF32, {}, {0.5}));
   EXPECT_TRUE(Is(weak_scalar(2, b), kBF16, {}, {2}));
   EXPECT_TRUE(Is(weak_scalar(1, bools({true})), kI32, {}, {1}));
+  // A bool literal takes the array's dtype, as in JAX.
+  EXPECT_TRUE(Is(bools({true, false}) + true, kB, {2}, {1, 1}));
+  EXPECT_TRUE(Is(x + true, kI32, {3}, {2, 3, 4}));
+  // An integer literal that does not fit int32 is an error, not a silent wrap.
+  EXPECT_THROW(x + (int64_t{1} << 40), ValueError);
 }
 
 TEST(OpsTest, Where) {

@@ -73,8 +73,12 @@ Array where(const Array& cond, const Array& a, const Array& b);
 struct WeakScalar {
   double value;
   bool is_float;
+  bool is_bool;  // a bool literal takes the array's dtype (bool + true stays bool)
   template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
-  WeakScalar(T v) : value(static_cast<double>(v)), is_float(std::is_floating_point_v<T>) {}
+  WeakScalar(T v)
+      : value(static_cast<double>(v)),
+        is_float(std::is_floating_point_v<T>),
+        is_bool(std::is_same_v<T, bool>) {}
 };
 // The scalar as a rank-0 array of the dtype it takes next to an array of `like`'s dtype.
 Array weak_scalar(WeakScalar s, const Array& like);

@@ -1,6 +1,7 @@
 // The CPU backend: a caching host allocator, the CPU kernels and shared-memory communicators.
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -16,17 +17,23 @@ namespace {
 // Freed blocks are kept per device and size, because a collective or op in a loop allocates the
 // same sizes again at once; returning large blocks to the OS would make every call pay page
 // faults (a 64 MiB psum output costs more to fault in than to compute).
+// One pool per device, each with its own lock: a device's thread allocates and frees mostly its
+// own buffers, so the locks are almost never contended (a shared lock made every device wait for
+// the others, and a preempted holder stalled them all when devices outnumber cores).
 class CachingAllocator {
  public:
+  CachingAllocator() : pools_(kMaxDevices) {}
+
   void* allocate(int device, size_t bytes) {
     bytes = rounded(bytes);
+    Pool& pool = pools_[device % kMaxDevices];
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      std::vector<void*>& free_list = pool(device)[bytes];
+      std::lock_guard<std::mutex> lock(pool.mu);
+      std::vector<void*>& free_list = pool.free[bytes];
       if (!free_list.empty()) {
         void* p = free_list.back();
         free_list.pop_back();
-        cached_bytes_[device] -= bytes;
+        pool.cached_bytes -= bytes;
         return p;
       }
     }
@@ -37,12 +44,13 @@ class CachingAllocator {
 
   void deallocate(int device, void* p, size_t bytes) {
     bytes = rounded(bytes);
+    Pool& pool = pools_[device % kMaxDevices];
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      std::vector<void*>& free_list = pool(device)[bytes];
-      if (free_list.size() < kMaxPerSize && cached_bytes_[device] + bytes <= kMaxCachedBytes) {
+      std::lock_guard<std::mutex> lock(pool.mu);
+      std::vector<void*>& free_list = pool.free[bytes];
+      if (free_list.size() < kMaxPerSize && pool.cached_bytes + bytes <= kMaxCachedBytes) {
         free_list.push_back(p);
-        cached_bytes_[device] += bytes;
+        pool.cached_bytes += bytes;
         return;
       }
     }
@@ -50,23 +58,20 @@ class CachingAllocator {
   }
 
  private:
+  static constexpr size_t kMaxDevices = 256;  // devices beyond this share pools
   static constexpr size_t kMaxPerSize = 8;
   static constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+
+  struct alignas(64) Pool {
+    std::mutex mu;
+    std::unordered_map<size_t, std::vector<void*>> free;
+    size_t cached_bytes = 0;
+  };
 
   // At least one cache line, so that empty arrays still have a valid address.
   static size_t rounded(size_t bytes) { return (std::max<size_t>(bytes, 1) + 63) / 64 * 64; }
 
-  std::unordered_map<size_t, std::vector<void*>>& pool(int device) {
-    if (static_cast<int>(pools_.size()) <= device) {
-      pools_.resize(device + 1);
-      cached_bytes_.resize(device + 1, 0);
-    }
-    return pools_[device];
-  }
-
-  std::mutex mu_;
-  std::vector<std::unordered_map<size_t, std::vector<void*>>> pools_;
-  std::vector<size_t> cached_bytes_;
+  std::vector<Pool> pools_;
 };
 
 class CpuBackend final : public Backend {

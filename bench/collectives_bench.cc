@@ -1,0 +1,280 @@
+// Collectives benchmark (docs/perf-method.md §6).
+//
+// For each collective, device count N and size S it times a shard_map body that runs the
+// collective k times, and in the same process, interleaved rep by rep, two references over the same
+// devices: an empty barrier (the synchronisation floor) and one memcpy of S bytes per device (the
+// bandwidth floor). The primary results are the per-rep ratios to those references; absolute
+// times, algbw and busbw (nccl-tests' formulas) are informational. With OpenMPI installed it also
+// runs the same collectives through MPI (bench/mpi_collectives.cc) in alternating rounds and
+// reports spmd's speedup.
+//
+//   build/bench/collectives_bench                 full run (~5 min on 2 cores)
+//   build/bench/collectives_bench --quick         smoke run (CI)
+//   options: --devices=2,4,8 --sizes=1K,64K,1M --ops=psum,all_gather --reps=7 --mpi=auto|on|off
+//            --mpi-sizes=64K,256K,1M,4M --rounds=2
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "bench_util.h"
+#include "collectives_internal.h"
+#include "spmd/spmd.h"
+
+namespace spmd::bench {
+namespace {
+
+struct Options {
+  std::vector<int> devices{2, 4, 8};
+  std::vector<int64_t> sizes;
+  std::vector<std::string> ops{"psum", "all_gather", "psum_scatter", "ppermute", "all_to_all"};
+  int reps = 7;
+  double target_s = 0.02;
+  std::string mpi = "auto";
+  std::vector<int64_t> mpi_sizes;
+  int rounds = 2;
+};
+
+// nccl-tests' bus bandwidth factor for each collective (perf-method.md §1).
+double bus_factor(const std::string& op, int n) {
+  if (op == "psum") return 2.0 * (n - 1) / n;
+  if (op == "ppermute") return 1.0;
+  return static_cast<double>(n - 1) / n;
+}
+
+// Input bytes per device for a collective whose nccl-tests size is S.
+int64_t input_bytes(const std::string& op, int n, int64_t s) {
+  return op == "all_gather" ? s / n : s;
+}
+
+Array run_op(const std::string& op, const Array& x) {
+  if (op == "psum") return psum(x, "i");
+  if (op == "all_gather") return all_gather(x, "i", {.tiled = true});
+  if (op == "psum_scatter") return psum_scatter(x, "i", {.tiled = true});
+  if (op == "all_to_all") return all_to_all(x, "i", 0, 0, {.tiled = true});
+  if (op == "ppermute") {
+    int n = static_cast<int>(axis_size("i"));
+    std::vector<std::pair<int, int>> ring;
+    for (int k = 0; k < n; ++k) ring.emplace_back(k, (k + 1) % n);
+    return ppermute(x, "i", ring);
+  }
+  throw std::invalid_argument("unknown op " + op);
+}
+
+// Checks one result block against the collective's definition, on inputs where device d holds
+// d + 1 everywhere.
+void check_result(const std::string& op, int n, const Array& block, int device) {
+  std::vector<float> v = block.to_vector<float>();
+  float expected = 0;
+  if (op == "psum" || op == "psum_scatter") expected = n * (n + 1) / 2.0f;
+  if (op == "ppermute") expected = static_cast<float>((device + n - 1) % n + 1);
+  if (op == "all_gather" || op == "all_to_all") expected = 1;  // first element comes from device 0
+  if (v.empty() || v.front() != expected) {
+    throw std::runtime_error(fmt::format("{} on {} devices gave {} on device {}, expected {}", op,
+                                         n, v.empty() ? NAN : v.front(), device, expected));
+  }
+}
+
+struct Result {
+  double median_us, min_us, ratio_barrier, ratio_memcpy, barrier_us, memcpy_us;
+};
+
+class Bench {
+ public:
+  Bench(int n, const Options& options) : n_(n), options_(options), mesh_(make_mesh({n}, {"i"})) {}
+
+  // Times `op` at nccl-tests size S, with both references interleaved rep by rep.
+  Result measure(const std::string& op, int64_t s) {
+    int64_t in_bytes = input_bytes(op, n_, s);
+    int64_t count = std::max<int64_t>(n_, in_bytes / 4 / n_ * n_);  // divisible for scatter ops
+    Array x = make_input(count);
+    std::vector<std::vector<char>> src(n_, std::vector<char>(s)), dst(n_, std::vector<char>(s));
+
+    auto body = [&](const std::string& what, int64_t k) {
+      shard_map(
+          [&, k](const Array& b) {
+            int d = axis_index("i").item<int32_t>();
+            if (what == "barrier") {
+              for (int64_t i = 0; i < k; ++i) internal::barrier("i");
+            } else if (what == "memcpy") {
+              for (int64_t i = 0; i < k; ++i) std::memcpy(dst[d].data(), src[d].data(), s);
+            } else {
+              Array y;
+              for (int64_t i = 0; i < k; ++i) y = run_op(what, b);
+            }
+          },
+          mesh_, P("i"), std::vector<P>{}, {.check_vma = false})(x);
+    };
+    verify(op, x);
+    std::map<std::string, int64_t> k;
+    std::map<std::string, std::vector<double>> t;
+    for (const char* what : {"barrier", "memcpy"}) {
+      k[what] = calibrate([&](int64_t kk) { body(what, kk); }, options_.target_s);
+    }
+    k[op] = calibrate([&](int64_t kk) { body(op, kk); }, options_.target_s);
+    std::vector<double> ratio_barrier, ratio_memcpy;
+    for (int rep = 0; rep < options_.reps; ++rep) {
+      for (const std::string& what : {std::string("barrier"), std::string("memcpy"), op}) {
+        t[what].push_back(time_per_iteration([&](int64_t kk) { body(what, kk); }, k[what]));
+      }
+      ratio_barrier.push_back(t[op].back() / t["barrier"].back());
+      ratio_memcpy.push_back(t[op].back() / t["memcpy"].back());
+    }
+    return Result{median(t[op]) * 1e6,  minimum(t[op]) * 1e6,       median(ratio_barrier),
+                  median(ratio_memcpy), median(t["barrier"]) * 1e6, median(t["memcpy"]) * 1e6};
+  }
+
+ private:
+  Array make_input(int64_t count) {
+    // Device d's block is all d + 1, so results are easy to check.
+    Array ids = arange(n_, DType::kFloat32) + 1.0f;
+    return device_put(broadcast_to(ids.reshape({n_, 1}), {n_, count}).reshape({n_ * count}),
+                      NamedSharding(mesh_, P("i")));
+  }
+
+  void verify(const std::string& op, const Array& x) {
+    auto f = shard_map([&](const Array& b) { return run_op(op, b); }, mesh_, P("i"), P("i"),
+                       {.check_vma = false});
+    std::vector<Shard> shards = f(x).addressable_shards();
+    for (int d = 0; d < n_; ++d) check_result(op, n_, shards[d].data, d);
+  }
+
+  int n_;
+  const Options& options_;
+  Mesh mesh_;
+};
+
+// ---- OpenMPI comparison ----
+
+std::string mpi_binary(const char* argv0) {
+  std::filesystem::path self = std::filesystem::canonical("/proc/self/exe");
+  std::filesystem::path mpi = self.parent_path() / "mpi_collectives";
+  (void)argv0;
+  return std::filesystem::exists(mpi) ? mpi.string() : "";
+}
+
+// Median µs per size from one mpirun of bench/mpi_collectives.
+std::map<int64_t, double> run_mpi(const std::string& binary, const std::string& op, int n,
+                                  const std::vector<int64_t>& sizes, const Options& options) {
+  std::string size_list;
+  for (int64_t s : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(s);
+  std::string cmd = fmt::format(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+      "mpirun --oversubscribe -np {} {} --op={} --sizes={} --reps={} --target-ms={} 2>/dev/null",
+      n, binary, op, size_list, options.reps, options.target_s * 1e3);
+  std::map<int64_t, double> out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return out;
+  char line[256];
+  while (fgets(line, sizeof(line), pipe.get()) != nullptr) {
+    long long size = 0;
+    double med = 0, min = 0;
+    if (std::sscanf(line, "%lld %lf %lf", &size, &med, &min) == 3) out[size] = med;
+  }
+  return out;
+}
+
+void compare_with_mpi(const Options& options, const char* argv0) {
+  std::string binary = mpi_binary(argv0);
+  bool have_mpirun = std::system("command -v mpirun >/dev/null 2>&1") == 0;
+  if (binary.empty() || !have_mpirun) {
+    fmt::print("\nOpenMPI comparison skipped: {}\n",
+               binary.empty() ? "bench/mpi_collectives was not built (no MPI found by CMake)"
+                              : "mpirun is not on the PATH");
+    if (options.mpi == "on") std::exit(1);
+    return;
+  }
+  const int n = 8;
+  fmt::print(
+      "\nspmd vs OpenMPI, {} ranks/devices, {} alternating rounds (speedup = MPI time / "
+      "spmd time, median over rounds)\n",
+      n, options.rounds);
+  fmt::print("| op | size | spmd µs | MPI µs | speedup |\n|---|---|---|---|---|\n");
+  Bench bench(n, options);
+  for (const std::string& op : options.ops) {
+    std::map<int64_t, std::vector<double>> speedups, ours, theirs;
+    for (int round = 0; round < options.rounds; ++round) {
+      std::map<int64_t, double> spmd_us;
+      for (int64_t s : options.mpi_sizes) spmd_us[s] = bench.measure(op, s).median_us;
+      std::map<int64_t, double> mpi_us = run_mpi(binary, op, n, options.mpi_sizes, options);
+      for (int64_t s : options.mpi_sizes) {
+        if (!mpi_us.count(s)) continue;
+        ours[s].push_back(spmd_us[s]);
+        theirs[s].push_back(mpi_us[s]);
+        speedups[s].push_back(mpi_us[s] / spmd_us[s]);
+      }
+    }
+    for (int64_t s : options.mpi_sizes) {
+      if (speedups[s].empty()) {
+        fmt::print("| {} | {} | - | MPI run failed | - |\n", op, size_label(s));
+        continue;
+      }
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.2f}x |\n", op, size_label(s), median(ours[s]),
+                 median(theirs[s]), median(speedups[s]));
+    }
+  }
+}
+
+std::vector<int64_t> parse_sizes(const std::string& text) {
+  std::vector<int64_t> out;
+  for (const std::string& s : split_list(text)) out.push_back(parse_size(s));
+  return out;
+}
+
+}  // namespace
+}  // namespace spmd::bench
+
+int main(int argc, char** argv) {
+  using namespace spmd::bench;
+  Options options;
+  bool quick = flag(argc, argv, "quick", "") == "1";
+  std::string default_sizes = quick ? "1K,64K,1M" : "1K,4K,16K,64K,256K,1M,4M,16M,64M";
+  if (quick) {
+    options.devices = {8};
+    options.reps = 3;
+    options.target_s = 0.005;
+    options.rounds = 1;
+  }
+  options.sizes = parse_sizes(flag(argc, argv, "sizes", default_sizes));
+  options.mpi_sizes = parse_sizes(flag(argc, argv, "mpi-sizes", quick ? "64K" : "64K,256K,1M,4M"));
+  if (std::string d = flag(argc, argv, "devices", ""); !d.empty()) {
+    options.devices.clear();
+    for (const std::string& n : split_list(d)) options.devices.push_back(std::stoi(n));
+  }
+  if (std::string o = flag(argc, argv, "ops", ""); !o.empty()) options.ops = split_list(o);
+  options.reps = std::stoi(flag(argc, argv, "reps", std::to_string(options.reps)));
+  options.rounds = std::stoi(flag(argc, argv, "rounds", std::to_string(options.rounds)));
+  options.mpi = flag(argc, argv, "mpi", quick ? "off" : "auto");
+
+  int max_devices = *std::max_element(options.devices.begin(), options.devices.end());
+  spmd::initialize({.cpu_devices = std::max(8, max_devices)});
+  fmt::print(
+      "spmd collectives benchmark: {} cores, float32, median of {} reps; ratios are per-rep "
+      "time / reference time in the same process\n",
+      sysconf(_SC_NPROCESSORS_ONLN), options.reps);
+  for (int n : options.devices) {
+    fmt::print("\n{} devices: barrier reference {} \n", n, "(empty collective)");
+    fmt::print(
+        "| op | size | median µs | min µs | / barrier | / memcpy | algbw GB/s | busbw GB/s "
+        "|\n|---|---|---|---|---|---|---|---|\n");
+    Bench bench(n, options);
+    for (const std::string& op : options.ops) {
+      for (int64_t s : options.sizes) {
+        Result r = bench.measure(op, s);
+        double algbw = static_cast<double>(s) / (r.median_us * 1e-6) / 1e9;
+        fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", op,
+                   size_label(s), r.median_us, r.min_us, r.ratio_barrier, r.ratio_memcpy, algbw,
+                   algbw * bus_factor(op, n));
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (options.mpi != "off") compare_with_mpi(options, argv[0]);
+  return 0;
+}

@@ -1,0 +1,50 @@
+// Dispatch benchmark: µs per call of a shard_map whose body does (almost) nothing, so the time is
+// the runtime's own overhead: launching the call on every device's worker thread, forming the
+// blocks, running the body, and assembling the outputs. Reported per device count, median and
+// min of reps of calibrated call counts.
+//
+//   build/bench/dispatch_bench [--reps=7] [--quick]
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "spmd/spmd.h"
+
+int main(int argc, char** argv) {
+  using namespace spmd;
+  using namespace spmd::bench;
+  bool quick = flag(argc, argv, "quick", "") == "1";
+  int reps = std::stoi(flag(argc, argv, "reps", quick ? "3" : "7"));
+  double target = quick ? 0.02 : 0.2;
+  initialize({.cpu_devices = 8});
+  fmt::print("spmd dispatch benchmark: {} cores, median (min) µs per call over {} reps\n",
+             sysconf(_SC_NPROCESSORS_ONLN), reps);
+  fmt::print("| devices | identity body | empty body | psum of 64 B |\n|---|---|---|---|\n");
+  for (int n : {1, 2, 4, 8}) {
+    Mesh mesh = make_mesh({n}, {"i"});
+    Array x = arange(2 * n);
+    Array y = arange(16 * n, DType::kFloat32);
+    auto identity = shard_map([](const Array& b) { return b; }, mesh, P("i"), P("i"));
+    auto empty = shard_map([]() {}, mesh, std::vector<P>{}, std::vector<P>{});
+    auto reduce = shard_map([](const Array& b) { return psum(b, "i"); }, mesh, P("i"), P());
+    std::vector<std::function<void(int64_t)>> bodies{[&](int64_t k) {
+                                                       for (int64_t i = 0; i < k; ++i) identity(x);
+                                                     },
+                                                     [&](int64_t k) {
+                                                       for (int64_t i = 0; i < k; ++i) empty();
+                                                     },
+                                                     [&](int64_t k) {
+                                                       for (int64_t i = 0; i < k; ++i) reduce(y);
+                                                     }};
+    std::string row = fmt::format("| {} |", n);
+    for (auto& body : bodies) {
+      int64_t k = calibrate(body, target);
+      std::vector<double> t;
+      for (int rep = 0; rep < reps; ++rep) t.push_back(time_per_iteration(body, k) * 1e6);
+      row += fmt::format(" {:.1f} ({:.1f}) |", median(t), minimum(t));
+    }
+    fmt::print("{}\n", row);
+    std::fflush(stdout);
+  }
+  return 0;
+}
