@@ -7,12 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
-scripts/build.sh "$@"
-
 sanitize=""
 for arg in "$@"; do
   case "$arg" in --sanitize=*) sanitize="${arg#--sanitize=}" ;; esac
 done
+# Sanitizer builds skip the benchmarks: their timings would mean nothing there.
+if [ -n "$sanitize" ]; then
+  scripts/build.sh "$@" -DSPMD_BUILD_BENCH=OFF
+else
+  scripts/build.sh "$@"
+fi
 build_dir="build${sanitize:+-$sanitize}"
 
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"

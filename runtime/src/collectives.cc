@@ -145,12 +145,12 @@ struct Step {
     }
     sig.extra_hash = hash_combine(sig.extra_hash, groups_hash(group_list));
     ctx->call->enter(ctx->rank, sig);
-    GroupKey key{bound.axes, std::move(group_list)};
     groups = nullptr;
     for (DeviceContext::CachedGroups& c : ctx->cache) {
-      if (c.key == key) groups = c.groups;
+      if (c.key.axes == bound.axes && c.key.groups == group_list) groups = c.groups;
     }
     if (groups == nullptr) {
+      GroupKey key{bound.axes, std::move(group_list)};
       groups = &ctx->call->groups(key);
       ctx->cache.push_back({std::move(key), groups});
     }

@@ -22,6 +22,9 @@ class Collectives : public ::testing::TestWithParam<Platform> {
     }
     return make_mesh(std::move(sizes), std::move(names), pool);
   }
+  // psum of `n` floats per device over `devices` devices equals the rank-order sum, bit for bit,
+  // on every device.
+  void check_rank_order_sum(int64_t devices, int64_t n);
   // pmap over n devices of this backend (in_axes = out_axes = 0), as in test_util's pmap_like.
   template <class F>
   auto pmap(F f, int64_t n) {
@@ -428,23 +431,30 @@ TEST_P(Collectives, HalfFloatsAccumulateInFloat32AndRoundOnce) {
 }
 
 TEST_P(Collectives, FloatSumsAreInRankOrderOnEveryDeviceForEverySize) {
-  for (int64_t n : {3, 1000, 5000, 100003}) {  // one-shot and owner-computes paths
-    std::vector<float> values(8 * n);
-    for (size_t k = 0; k < values.size(); ++k) {
-      values[k] = std::sin(static_cast<float>(k)) * 1e3f + 1e-3f * static_cast<float>(k % 7);
+  // Leader-computes (small) and owner-computes (large) all-reduce paths, at two group sizes.
+  for (int64_t devices : {2, 8}) {
+    for (int64_t n : {3, 1000, 5000, 100003}) {
+      check_rank_order_sum(devices, n);
     }
-    std::vector<float> expected(n);
-    for (int64_t e = 0; e < n; ++e) {
-      float acc = values[e];
-      for (int q = 1; q < 8; ++q) acc += values[q * n + e];
-      expected[e] = acc;
-    }
-    auto f = shard_map([](const Array& b) { return psum(b, "i"); }, mesh({8}, {"i"}), P("i"), P(),
-                       {.check_vma = false});
-    Array y = f(floats(values));
-    EXPECT_ARRAY_EQ(y, floats(expected));
-    for (const Shard& s : y.addressable_shards()) EXPECT_ARRAY_EQ(s.data, floats(expected));
   }
+}
+
+void Collectives::check_rank_order_sum(int64_t devices, int64_t n) {
+  std::vector<float> values(devices * n);
+  for (size_t k = 0; k < values.size(); ++k) {
+    values[k] = std::sin(static_cast<float>(k)) * 1e3f + 1e-3f * static_cast<float>(k % 7);
+  }
+  std::vector<float> expected(n);
+  for (int64_t e = 0; e < n; ++e) {
+    float acc = values[e];
+    for (int q = 1; q < devices; ++q) acc += values[q * n + e];
+    expected[e] = acc;
+  }
+  auto f = shard_map([](const Array& b) { return psum(b, "i"); }, mesh({devices}, {"i"}), P("i"),
+                     P(), {.check_vma = false});
+  Array y = f(floats(values));
+  EXPECT_ARRAY_EQ(y, floats(expected));
+  for (const Shard& s : y.addressable_shards()) EXPECT_ARRAY_EQ(s.data, floats(expected));
 }
 
 TEST_P(Collectives, PmaxPropagatesNaN) {

@@ -2,8 +2,14 @@
 #include "cpu/cpu_communicator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <functional>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace spmd::internal {
 namespace {
@@ -51,18 +57,43 @@ struct Min {
   }
 };
 
+// acc[i] = op(...op(op(acc[i], in[0][i]), in[1][i])..., in[K-1][i]): K inputs folded in order
+// while acc[i] sits in a register, so the loop vectorizes and touches the accumulator once per K
+// inputs instead of once per input.
+template <int K, class T, class Acc, class C, class Op>
+void fold(Acc* acc, const T* const* in, int64_t offset, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) {
+    Acc a = acc[i];
+    for (int q = 0; q < K; ++q) a = Op::apply(a, C::load(in[q][offset + i]));
+    acc[i] = a;
+  }
+}
+
+template <class T, class Acc, class C, class Op>
+void fold_some(int k, Acc* acc, const T* const* in, int64_t offset, int64_t len) {
+  switch (k) {
+    case 1:
+      return fold<1, T, Acc, C, Op>(acc, in, offset, len);
+    case 2:
+      return fold<2, T, Acc, C, Op>(acc, in, offset, len);
+    case 3:
+      return fold<3, T, Acc, C, Op>(acc, in, offset, len);
+    default:
+      return fold<4, T, Acc, C, Op>(acc, in, offset, len);
+  }
+}
+
 // Reduces block by block so the accumulator stays in L1; each element sees inputs in rank order.
 template <class T, class Acc, class C, class Op>
 void reduce_typed(const void* const* ins, int n, void* out, int64_t begin, int64_t end) {
   constexpr int64_t kBlock = 1024;
   Acc acc[kBlock];
+  const T* const* in = reinterpret_cast<const T* const*>(ins);
   for (int64_t b = begin; b < end; b += kBlock) {
     int64_t len = std::min(kBlock, end - b);
-    const T* first = static_cast<const T*>(ins[0]) + b;
-    for (int64_t i = 0; i < len; ++i) acc[i] = C::load(first[i]);
-    for (int q = 1; q < n; ++q) {
-      const T* in = static_cast<const T*>(ins[q]) + b;
-      for (int64_t i = 0; i < len; ++i) acc[i] = Op::apply(acc[i], C::load(in[i]));
+    for (int64_t i = 0; i < len; ++i) acc[i] = C::load(in[0][b + i]);
+    for (int q = 1; q < n; q += 4) {
+      fold_some<T, Acc, C, Op>(std::min(4, n - q), acc, in + q, b, len);
     }
     T* dst = static_cast<T*>(out) + b;
     for (int64_t i = 0; i < len; ++i) dst[i] = C::store(acc[i]);
@@ -97,6 +128,41 @@ void reduce_op(DType dtype, const void* const* ins, int n, void* out, int64_t be
   }
 }
 
+// Copies `bytes` from src to dst, with non-temporal stores when `stream` is set: for outputs larger
+// than the caches a normal store first reads each destination line (read-for-ownership), which
+// costs as much memory traffic as the copy itself. The caller fences before publishing.
+void store_block(void* dst, const void* src, size_t bytes, bool stream) {
+#if defined(__SSE2__)
+  if (stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0 && bytes % 16 == 0) {
+    auto* d = static_cast<__m128i*>(dst);
+    const auto* s = static_cast<const __m128i*>(src);
+    for (size_t i = 0; i < bytes / 16; ++i) _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+void store_fence(bool stream) {
+#if defined(__SSE2__)
+  if (stream) _mm_sfence();
+#endif
+}
+
+// The input pointers of one reduction, on the stack for groups of up to 64 devices.
+class Inputs {
+ public:
+  explicit Inputs(int n) {
+    if (n > static_cast<int>(inline_.size())) heap_.resize(n);
+  }
+  const void*& operator[](int q) { return heap_.empty() ? inline_[q] : heap_[q]; }
+  const void* const* data() const { return heap_.empty() ? inline_.data() : heap_.data(); }
+
+ private:
+  std::array<const void*, 64> inline_;
+  std::vector<const void*> heap_;
+};
+
 }  // namespace
 
 void reduce_inputs(ReduceKind op, DType dtype, const void* const* ins, int n, void* out,
@@ -117,10 +183,11 @@ CpuCommunicator::CpuCommunicator(int size, SyncContext& sync, CpuCommunicatorOpt
   slots_[1].resize(size);
 }
 
-void CpuCommunicator::arrive() {
+void CpuCommunicator::arrive(const std::function<void()>& leader_work) {
   uint32_t gen = gate_.word.load(std::memory_order_acquire);
   if (gen & SyncContext::kAbortBit) sync_.throw_aborted();
   if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
+    if (leader_work) leader_work();
     arrived_.store(0, std::memory_order_relaxed);
     gate_.word.fetch_add(2, std::memory_order_seq_cst);
     gate_.wake();
@@ -129,41 +196,57 @@ void CpuCommunicator::arrive() {
   }
 }
 
-const std::vector<CpuCommunicator::Slot>& CpuCommunicator::exchange(int rank, const void* in,
-                                                                    void* out, Keep keep) {
+const std::vector<CpuCommunicator::Slot>& CpuCommunicator::exchange(
+    int rank, const void* in, void* out, Keep keep,
+    const std::function<void(const std::vector<Slot>&)>& leader_work) {
   std::vector<Slot>& set = slots_[counters_[rank].ops++ & 1];
   set[rank].in = in;
   set[rank].out = out;
   set[rank].keep = std::move(keep);
-  arrive();
+  if (leader_work) {
+    arrive([&] { leader_work(set); });
+  } else {
+    arrive();
+  }
   return set;
 }
 
 void CpuCommunicator::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count,
                                  const void* in, void* out, Keep keep) {
-  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
-  std::vector<const void*> ins(size_);
-  for (int q = 0; q < size_; ++q) ins[q] = set[q].in;
   const int64_t item = itemsize(dtype);
-  if (count * item <= options_.one_shot_max_bytes) {
-    reduce_inputs(op, dtype, ins.data(), size_, out, 0, count);
+  const bool oversubscribed = sync_.policy().yields > 0;
+  if (count * item <=
+      (oversubscribed ? options_.leader_max_bytes_oversubscribed : options_.leader_max_bytes)) {
+    // The last member to arrive reduces once and fills every output before it releases the
+    // others: one synchronisation, and the least work and cache traffic of any scheme.
+    exchange(rank, in, out, std::move(keep), [&](const std::vector<Slot>& slots) {
+      Inputs ins(size_);
+      for (int q = 0; q < size_; ++q) ins[q] = slots[q].in;
+      reduce_inputs(op, dtype, ins.data(), size_, slots[0].out, 0, count);
+      for (int q = 1; q < size_; ++q) std::memcpy(slots[q].out, slots[0].out, count * item);
+    });
     return;
   }
+  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
+  Inputs ins(size_);
+  for (int q = 0; q < size_; ++q) ins[q] = set[q].in;
   // Owner-computes: chunks are multiples of 64 bytes so that no two owners share a cache line.
   const int64_t align = std::max<int64_t>(1, 64 / item);
   const int64_t chunk = ((count + size_ - 1) / size_ + align - 1) / align * align;
   const int64_t block = std::max<int64_t>(align, options_.block_bytes / item);
   const int64_t begin = std::min(count, rank * chunk);
   const int64_t end = std::min(count, begin + chunk);
+  const bool stream = count * item >= options_.stream_min_bytes;
   for (int64_t b = begin; b < end; b += block) {
     int64_t e = std::min(end, b + block);
     reduce_inputs(op, dtype, ins.data(), size_, out, b, e);
     for (int j = 1; j < size_; ++j) {  // start after self so owners spread their writes
       int q = (rank + j) % size_;
-      std::memcpy(static_cast<char*>(set[q].out) + b * item, static_cast<char*>(out) + b * item,
-                  (e - b) * item);
+      store_block(static_cast<char*>(set[q].out) + b * item, static_cast<char*>(out) + b * item,
+                  (e - b) * item, stream);
     }
   }
+  store_fence(stream);
   arrive();  // every output is complete only when every owner is done
 }
 
@@ -171,7 +254,7 @@ void CpuCommunicator::reduce_scatter(int rank, ReduceKind op, DType dtype, int64
                                      int64_t inner, const void* in, void* out, Keep keep) {
   const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
   const int64_t item = itemsize(dtype);
-  std::vector<const void*> ins(size_);
+  Inputs ins(size_);
   for (int64_t o = 0; o < outer; ++o) {
     int64_t offset = (o * size_ + rank) * inner * item;
     for (int q = 0; q < size_; ++q) ins[q] = static_cast<const char*>(set[q].in) + offset;

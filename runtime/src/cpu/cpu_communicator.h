@@ -3,7 +3,9 @@
 // Zero-copy: every member publishes pointers to its input and output, meets the others at one
 // barrier, then reads the other members' inputs directly (they are kept alive by `keep` until the
 // slot is reused two collectives later, which implies every member has finished reading).
-//   - small all-reduce: one-shot, each member reduces every input into its own output;
+//   - small all-reduce: leader-computes, the last member to arrive reduces once and writes every
+//     output before it releases the others (one synchronisation, N times less reading than
+//     "everyone reduces everything");
 //   - large all-reduce: owner-computes, member r reduces chunk r in cache-sized blocks and writes
 //     it to every output, then a second barrier (XLA's in-process scheme);
 //   - reduce_scatter, all_gather, all_to_all, permute: each member pulls what it needs.
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -19,11 +22,17 @@
 namespace spmd::internal {
 
 struct CpuCommunicatorOptions {
-  // All-reduces of at most this many bytes use the one-shot algorithm (one barrier, every member
-  // reads every input); larger ones use owner-computes (two barriers, memcpy-like traffic).
-  int64_t one_shot_max_bytes = 4096;
+  // All-reduces of at most this many bytes are computed by the last member to arrive, for all
+  // members, before it releases them (one synchronisation, minimal traffic). Larger when threads
+  // outnumber cores: the members cannot run in parallel anyway, so one thread doing all the work
+  // beats N threads each reading N inputs.
+  int64_t leader_max_bytes = 4096;
+  int64_t leader_max_bytes_oversubscribed = 64 * 1024;
   // Block size of owner-computes: a block stays in L1/L2 while it is written to every output.
   int64_t block_bytes = 16 * 1024;
+  // All-reduces of at least this many bytes per device write other devices' outputs with
+  // non-temporal stores (the outputs would not stay in cache anyway).
+  int64_t stream_min_bytes = 4 << 20;
 };
 
 class CpuCommunicator final : public Communicator {
@@ -51,10 +60,14 @@ class CpuCommunicator final : public Communicator {
     uint32_t ops = 0;  // collectives this member has run; its parity picks the slot set
   };
   // Publishes this member's buffers in the next slot set and waits for every member. Returns the
-  // slot set every member published in.
-  const std::vector<Slot>& exchange(int rank, const void* in, void* out, Keep keep);
-  // Waits until every member has called arrive() as many times as this one.
-  void arrive();
+  // slot set every member published in. The last member to arrive runs `leader_work` on the slots
+  // before it releases the others.
+  const std::vector<Slot>& exchange(
+      int rank, const void* in, void* out, Keep keep,
+      const std::function<void(const std::vector<Slot>&)>& leader_work = nullptr);
+  // Waits until every member has called arrive() as many times as this one; the last to arrive
+  // runs `leader_work` first.
+  void arrive(const std::function<void()>& leader_work = nullptr);
 
   const int size_;
   SyncContext& sync_;

@@ -90,7 +90,7 @@ CallContext::CallContext(Mesh mesh, uint64_t manual_mask, bool check_vma, double
       timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::duration<double>(timeout_s))),
       fun_name_(std::move(fun_name)),
-      spin_(spin_budget(static_cast<int>(mesh_.size()) + 1)),
+      policy_(wait_policy(static_cast<int>(mesh_.size()) + 1)),
       status_(mesh_.size()) {}
 
 CallContext::~CallContext() = default;
@@ -197,7 +197,6 @@ void CallContext::enter(int rank, const OpSignature& sig) {
     st.sigs[seq % kHistory] = sig;
   }
   st.hashes[seq % kHistory].store(hash, std::memory_order_relaxed);
-  st.entered = std::chrono::steady_clock::now();
   publish(rank, seq, kInCollective);
   if (aborted()) throw_aborted();
   check_peers(rank, seq, hash);
@@ -274,17 +273,19 @@ CallContext::Groups& CallContext::groups(const GroupKey& key) {
 }
 
 uint32_t CallContext::wait_while_equal(WaitWord& w, uint32_t old) {
-  uint32_t v = w.word.load(std::memory_order_acquire);
-  for (int i = 0; v == old && i < spin_; ++i) {
-    cpu_relax();
-    v = w.word.load(std::memory_order_acquire);
-  }
-  if (v == old) {
-    int rank = current_device_context()->rank;
-    auto deadline = status_[rank].entered + timeout_;
+  uint32_t v = old;
+  auto changed = [&] { return (v = w.word.load(std::memory_order_acquire)) != old; };
+  if (!spin_then_yield(policy_, changed)) {
+    DeviceContext* ctx = current_device_context();
+    // The deadline counts from the first time this collective has to sleep: reading the clock on
+    // every collective would cost more than the fast path itself.
+    if (ctx->deadline_for != ctx->collectives) {
+      ctx->deadline_for = ctx->collectives;
+      ctx->deadline = std::chrono::steady_clock::now() + timeout_;
+    }
     while ((v = w.word.load(std::memory_order_acquire)) == old) {
-      auto left = deadline - std::chrono::steady_clock::now();
-      if (left.count() <= 0) timeout(rank);
+      auto left = ctx->deadline - std::chrono::steady_clock::now();
+      if (left.count() <= 0) timeout(ctx->rank);
       w.sleep(old, left);
     }
   }

@@ -82,7 +82,7 @@ class CallContext final : public SyncContext {
 
   // ---- SyncContext ----
   uint32_t wait_while_equal(WaitWord& w, uint32_t old) override;
-  int spin() const override { return spin_; }
+  const WaitPolicy& policy() const override { return policy_; }
 
  private:
   enum State : uint64_t { kRunning = 0, kInCollective = 1, kFinished = 2, kFailed = 3 };
@@ -92,7 +92,6 @@ class CallContext final : public SyncContext {
     std::atomic<uint64_t> hashes[kHistory] = {};
     std::mutex mu;  // guards sigs (read only to build messages)
     OpSignature sigs[kHistory];
-    std::chrono::steady_clock::time_point entered;
   };
   enum class AbortKind { kNone, kDeviceError, kMismatch, kTimeout };
 
@@ -109,7 +108,7 @@ class CallContext final : public SyncContext {
   bool check_vma_;
   std::chrono::nanoseconds timeout_;
   std::string fun_name_;
-  int spin_;
+  WaitPolicy policy_;
   std::vector<Status> status_;
 
   std::atomic<bool> aborted_{false};
@@ -129,6 +128,8 @@ struct DeviceContext {
   uint64_t collectives = 0;     // collectives entered so far
   bool threw_abort = false;     // this thread already unwinds because the call aborted
   const std::vector<int>* members = nullptr;  // mesh positions of the current collective's group
+  uint64_t deadline_for = 0;                  // the collective `deadline` belongs to
+  std::chrono::steady_clock::time_point deadline;
   // Groups already looked up by this device (avoids the call's mutex on every collective).
   struct CachedGroups {
     GroupKey key;

@@ -35,14 +35,13 @@ Executor::Worker& Executor::worker(int device_id) {
   std::unique_ptr<Worker>& w = workers_[device_id];
   if (!w) {
     w = std::make_unique<Worker>();
-    int spin = spin_budget(device_count() + 1);
-    w->thread = std::thread(&Executor::loop, w.get(), spin);
+    w->thread = std::thread(&Executor::loop, w.get(), wait_policy(device_count() + 1));
     w->thread.detach();
   }
   return *w;
 }
 
-void Executor::loop(Worker* w, int spin) {
+void Executor::loop(Worker* w, WaitPolicy policy) {
   tls_on_worker = true;
   for (;;) {
     uint32_t seen = w->signal.load(std::memory_order_seq_cst);
@@ -57,9 +56,7 @@ void Executor::loop(Worker* w, int spin) {
       }
     }
     if (!have) {
-      for (int i = 0; i < spin && w->signal.load(std::memory_order_relaxed) == seen; ++i) {
-        cpu_relax();
-      }
+      spin_then_yield(policy, [&] { return w->signal.load(std::memory_order_relaxed) != seen; });
       w->sleeping.store(1, std::memory_order_seq_cst);
       if (w->signal.load(std::memory_order_seq_cst) == seen)
         futex_wait(w->signal, seen, kIdleSleep);
@@ -92,8 +89,8 @@ void Executor::run(const std::vector<Device>& devices, TaskFn fn, void* arg) {
       if (w.sleeping.load(std::memory_order_seq_cst)) futex_wake_all(w.signal);
     }
   }
-  int spin = spin_budget(static_cast<int>(devices.size()) + 1);
-  for (int i = 0; i < spin && launch.done.load(std::memory_order_acquire) == 0; ++i) cpu_relax();
+  spin_then_yield(wait_policy(static_cast<int>(devices.size()) + 1),
+                  [&] { return launch.done.load(std::memory_order_acquire) != 0; });
   launch.caller_sleeping.store(1, std::memory_order_seq_cst);
   while (launch.done.load(std::memory_order_seq_cst) == 0) futex_wait(launch.done, 0, kIdleSleep);
   // The last worker may still be between its store of kDone and its wake.

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/futex.h"
 #include "spmd/device.h"
 
 namespace spmd::internal {
@@ -49,7 +50,7 @@ class Executor {
 
   Executor() = default;
   Worker& worker(int device_id);
-  static void loop(Worker* w, int spin);
+  static void loop(Worker* w, WaitPolicy policy);
 
   std::mutex launch_mu_;
   std::vector<std::unique_ptr<Worker>> workers_;

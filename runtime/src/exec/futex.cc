@@ -9,10 +9,18 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <thread>
 
 namespace spmd::internal {
 namespace {
+
+// Yields before sleeping when threads outnumber cores; tuned with bench/collectives_bench.
+int yields_from_env() {
+  const char* text = std::getenv("SPMD_WAIT_YIELDS");
+  return text != nullptr ? std::atoi(text) : 64;
+}
+const int kOversubscribedYields = yields_from_env();
 
 uint32_t* address(const std::atomic<uint32_t>& word) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
@@ -43,9 +51,10 @@ int available_cores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-int spin_budget(int threads) {
+WaitPolicy wait_policy(int threads) {
   static const int cores = available_cores();
-  return threads <= cores ? 4000 : 16;
+  if (threads <= cores) return WaitPolicy{4000, 0};
+  return WaitPolicy{16, kOversubscribedYields};
 }
 
 }  // namespace spmd::internal

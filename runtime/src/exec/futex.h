@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace spmd::internal {
 
@@ -43,13 +44,33 @@ inline void cpu_relax() {
 #endif
 }
 
-// How many times a waiter may spin before it sleeps when `threads` threads compete for the cores.
-// Spinning only pays while every thread has a core of its own; with more threads than cores a
-// spinning waiter steals the time slice of the thread it waits for (16 ms per call at 8 threads on
-// 2 cores, measured), so it sleeps almost at once.
-int spin_budget(int threads);
-
 // Cores this process may run on (its CPU affinity), at least 1.
 int available_cores();
+
+// How a waiter waits before it sleeps on a futex, when `threads` threads compete for the cores.
+// Spinning only pays while every thread has a core of its own; with more threads than cores a
+// spinning waiter steals the time slice of the thread it waits for (16 ms per call at 8 threads on
+// 2 cores, measured). Yielding instead keeps the waiter runnable without stealing: the threads it
+// waits for run first, and the core never idles, which on a VM avoids the expensive wake-up of a
+// halted virtual CPU that a futex sleep/wake pair costs. Only then does the waiter sleep.
+struct WaitPolicy {
+  int spins = 0;   // cpu_relax iterations
+  int yields = 0;  // sched_yield calls after spinning
+};
+WaitPolicy wait_policy(int threads);
+
+// Spins, then yields, per `policy`, until done() holds; returns done()'s final value.
+template <class Done>
+bool spin_then_yield(const WaitPolicy& policy, Done&& done) {
+  for (int i = 0; i < policy.spins; ++i) {
+    if (done()) return true;
+    cpu_relax();
+  }
+  for (int i = 0; i < policy.yields; ++i) {
+    if (done()) return true;
+    std::this_thread::yield();
+  }
+  return done();
+}
 
 }  // namespace spmd::internal

@@ -34,12 +34,11 @@ const char* collective_name(CollectiveKind kind) {
 }
 
 uint64_t hash_combine(uint64_t seed, uint64_t value) {
-  constexpr uint64_t kPrime = 0x100000001b3ull;
-  for (int i = 0; i < 8; ++i) {
-    seed ^= (value >> (8 * i)) & 0xff;
-    seed *= kPrime;
-  }
-  return seed;
+  // splitmix64's finaliser over seed ^ value: one multiply-xorshift round per word.
+  uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 void OpSignature::set_shape(const Shape& shape) {

@@ -48,7 +48,7 @@ struct OpSignature {
   std::string describe(const Mesh& mesh) const;
 };
 
-// FNV-1a style mixing used for shapes, groups and permutations.
+// Mixes `value` into `seed` (for shapes, groups and permutations).
 uint64_t hash_combine(uint64_t seed, uint64_t value);
 
 }  // namespace spmd::internal

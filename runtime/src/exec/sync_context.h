@@ -21,8 +21,8 @@ class SyncContext {
   // Throws the call's error when the abort bit is or becomes set, and CollectiveTimeout (after
   // aborting the call) when the calling device's collective deadline passes.
   virtual uint32_t wait_while_equal(WaitWord& w, uint32_t old) = 0;
-  // Iterations a waiter of this call may spin before sleeping.
-  virtual int spin() const = 0;
+  // How waiters of this call spin and yield before sleeping.
+  virtual const WaitPolicy& policy() const = 0;
   // Throws the exception that stands for the call's abort (for a waiter that finds the abort bit
   // already set before it waits).
   [[noreturn]] virtual void throw_aborted() = 0;
