@@ -3,7 +3,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS spmd_runtime EXPORT spmdTargets
+install(TARGETS spmd_runtime spmd_pmap_legacy_impl spmd_pmap_legacy spmd_compat_impl spmd_compat
+        EXPORT spmdTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

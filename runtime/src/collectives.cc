@@ -57,9 +57,10 @@ Bound bind(const AxisNames& names, const char* api) {
     if (a < 0) {
       throw unbound(name, fmt::format("; the enclosing call's mesh has axes {}", mesh.names_str()));
     }
-    if (!(ctx->call->manual_mask() >> a & 1)) {
-      throw unbound(name, fmt::format("; '{}' is a mesh axis of {} but it is not manual in this "
-                                      "shard_map (see ShardMapOptions::axis_names)",
+    if (!(ctx->bound >> a & 1)) {
+      throw unbound(name, fmt::format("; '{}' is a mesh axis of {} but it is not bound here (not "
+                                      "manual in this shard_map, see ShardMapOptions::axis_names, "
+                                      "or an inner pmap's axis)",
                                       name, mesh.str()));
     }
     if (b.mask >> a & 1) {

@@ -184,6 +184,7 @@ void run_device(void* arg, int rank) {
   ctx.rank = rank;
   ctx.device = mesh.devices()[rank];
   ctx.coords = mesh.coords(rank);
+  ctx.bound = launch.call->manual_mask();
   DeviceScope scope(&ctx);
   try {
     std::vector<Array> blocks;
@@ -286,6 +287,16 @@ Array assemble_output(const ShardMapPlan& plan, uint64_t manual, const Partition
                             std::move(shards));
 }
 
+// Checks out_specs' axis names, and their count when the output count is known (>= 0).
+void check_out_specs(const ShardMapPlan& plan, uint64_t manual, const Specs& out_specs,
+                     int num_outputs) {
+  for (size_t j = 0; j < out_specs.specs().size(); ++j) {
+    check_spec_names(plan, manual, out_specs.specs()[j], spec_path("out_specs", out_specs, j),
+                     "out_specs");
+  }
+  if (num_outputs >= 0) expand_specs(out_specs, num_outputs, "out_specs", "outputs f returns");
+}
+
 std::string context_mesh_error(const Mesh& mesh) {
   DeviceContext* ctx = current_device_context();
   return fmt::format(
@@ -335,17 +346,7 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
     check_spec_names(plan, manual, in_specs[i], spec_path("in_specs", plan.in_specs, i),
                      "in_specs");
   }
-  if (!plan.out_specs.is_single()) {
-    for (size_t j = 0; j < plan.out_specs.specs().size(); ++j) {
-      check_spec_names(plan, manual, plan.out_specs.specs()[j],
-                       spec_path("out_specs", plan.out_specs, j), "out_specs");
-    }
-  } else {
-    check_spec_names(plan, manual, plan.out_specs.specs()[0], "out_specs", "out_specs");
-  }
-  if (num_outputs >= 0) {
-    expand_specs(plan.out_specs, num_outputs, "out_specs", "outputs f returns");
-  }
+  if (!plan.out_specs_from) check_out_specs(plan, manual, plan.out_specs, num_outputs);
   check_inputs(plan, args, arg_positions, in_specs);
 
   CallContext call(mesh, manual, plan.options.check_vma,
@@ -360,6 +361,11 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   if (std::exception_ptr error = call.error()) std::rethrow_exception(error);
 
   size_t count = launch.outputs[0].size();
+  Specs out_specs_given = plan.out_specs;
+  if (plan.out_specs_from) {
+    out_specs_given = plan.out_specs_from(launch.outputs[0]);
+    check_out_specs(plan, manual, out_specs_given, static_cast<int>(count));
+  }
   for (int64_t r = 1; r < mesh.size(); ++r) {
     if (launch.outputs[r].size() != count) {
       throw ValueError(fmt::format(
@@ -370,11 +376,11 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
     }
   }
   std::vector<PartitionSpec> out_specs =
-      expand_specs(plan.out_specs, count, "out_specs", "outputs f returns");
+      expand_specs(out_specs_given, count, "out_specs", "outputs f returns");
   std::vector<Array> results;
   for (size_t j = 0; j < count; ++j) {
     results.push_back(assemble_output(
-        plan, manual, out_specs[j], spec_path("out_specs", plan.out_specs, j), launch.outputs, j));
+        plan, manual, out_specs[j], spec_path("out_specs", out_specs_given, j), launch.outputs, j));
   }
   return results;
 }

@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <set>
@@ -86,6 +87,9 @@ struct ShardMapPlan {
   Specs out_specs;
   ShardMapOptions options;
   std::string fun_name;
+  // When set, out_specs are computed from the first device's outputs instead (the compat pmap's
+  // out_axes depend on the outputs' ranks).
+  std::function<Specs(const std::vector<Array>& outputs)> out_specs_from = nullptr;
 };
 
 // A non-owning callable: blocks of this device -> outputs of this device.

@@ -109,6 +109,8 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   } catch (Error& e) {
     e.set_device(device.id, device.str());
     message = e.what();
+  } catch (const ControlFlow&) {
+    message = "the call is rerun";
   } catch (const std::exception& e) {
     message = fmt::format("[on {}] the body of '{}' raised {}: {}", device.str(), fun_name_,
                           typeid(e).name(), e.what());

@@ -25,6 +25,11 @@
 
 namespace spmd::internal {
 
+// Base of internal exceptions that steer a mapped call instead of reporting an error (for example
+// the discovery of a nested pmap axis). CallContext::fail hands them to the caller unchanged. Not
+// derived from std::exception, so that user code catching std::exception does not swallow them.
+struct ControlFlow {};
+
 // Which devices form the groups of a collective over some axes (and axis_index_groups).
 struct GroupKey {
   std::vector<int> axes;  // mesh axis indices in the caller's order
@@ -128,6 +133,8 @@ struct DeviceContext {
   uint64_t collectives = 0;     // collectives entered so far
   bool threw_abort = false;     // this thread already unwinds because the call aborted
   const std::vector<int>* members = nullptr;  // mesh positions of the current collective's group
+  uint64_t bound = 0;                         // mesh axes collectives may name here
+  int pmap_depth = 0;                         // pmap levels whose bodies run here
   uint64_t deadline_for = 0;                  // the collective `deadline` belongs to
   std::chrono::steady_clock::time_point deadline;
   // Groups already looked up by this device (avoids the call's mutex on every collective).

@@ -1,0 +1,124 @@
+// The compat shim: pmap implemented on shard_map (JAX's own design since 0.8, jax-semantics.md
+// §5), library spmd::compat_impl.
+//
+// A pmap over axis A with in_axes/out_axes becomes a shard_map over a mesh with axis A (one axis
+// per nesting level, outer major) with in_specs P(None x k, A) (P() for nullopt), check_vma off,
+// and an adapter that squeezes the mapped dimension of each block and expands it back on each
+// output. Where JAX's own shim is accidental, this one keeps the legacy behaviour:
+//   - nested pmap works: it becomes one shard_map over all the levels' axes (pmap_common.h);
+//   - negative in/out axes are normalised;
+//   - sizes are checked up front with legacy's pmap-level messages (never a squeeze error);
+//   - an out_axes=nullopt output whose devices disagree (JAX silently returns device 0's value)
+//     is reported once per pmap call site through spmd::set_warning_handler.
+#include <fmt/format.h>
+
+#include <mutex>
+#include <set>
+
+#include "array_impl.h"
+#include "pmap/pmap_common.h"
+#include "spmd/ops.h"
+#include "spmd/pmap.h"
+
+namespace spmd::compat {
+namespace {
+
+using internal::BodyRef;
+using internal::PmapLevel;
+using internal::PmapPlan;
+
+// Warns (once per call site) when an unmapped output differs across devices.
+void check_unmapped(const PmapPlan& plan, const Array& output, size_t o) {
+  std::vector<Shard> shards = output.addressable_shards();
+  for (size_t r = 1; r < shards.size(); ++r) {
+    if (array_equal(shards[r].data, shards[0].data)) continue;
+    static std::mutex mu;
+    static std::set<std::string> warned;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!warned.insert(plan.call_site + "#" + std::to_string(o)).second) return;
+    internal::warn(fmt::format(
+        "{}: pmap '{}' output {} has out_axes=nullopt but its value differs across the '{}' axis "
+        "({} differs from {}); pmap returns {}'s value (JAX does so silently). Reduce it first "
+        "(psum/pmean), or map it (out_axes=0).",
+        plan.call_site, plan.fun_name, o, plan.axis_name, shards[r].device.str(),
+        shards[0].device.str(), shards[0].device.str()));
+    return;
+  }
+}
+
+std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
+                           std::span<const int> positions,
+                           const std::vector<std::optional<int>>& in_axes, BodyRef body,
+                           const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
+  std::vector<Device> devices = internal::pmap::select_devices(plan, levels);
+  Mesh mesh = internal::pmap::level_mesh(devices, levels, cache);
+  std::vector<PartitionSpec> in_specs;
+  for (const std::optional<int>& k : in_axes) {
+    in_specs.push_back(internal::axis_spec(k, plan.axis_name));
+  }
+  // The adapter keeps f's rank-reduced view (JAX's _fun): squeeze in, expand out.
+  auto adapter = [&](const std::vector<Array>& blocks) {
+    internal::pmap::LevelScope level(0);
+    std::vector<Array> squeezed;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      squeezed.push_back(in_axes[i] ? squeeze(blocks[i], std::vector<int>{*in_axes[i]})
+                                    : blocks[i]);
+    }
+    std::vector<Array> outputs = body.call(body.object, squeezed);
+    std::vector<std::optional<int>> out_axes = internal::pmap::resolve_out_axes(plan, outputs);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (out_axes[o]) outputs[o] = expand_dims(outputs[o], *out_axes[o]);
+    }
+    return outputs;
+  };
+  internal::BodyRef adapter_ref{&adapter, [](const void* object, const std::vector<Array>& b) {
+                                  return (*static_cast<const decltype(adapter)*>(object))(b);
+                                }};
+  internal::ShardMapPlan shard_plan{
+      mesh, Specs(in_specs), Specs(P()),
+      ShardMapOptions{.check_vma = false, .axis_names = {plan.axis_name}, .name = plan.fun_name},
+      plan.fun_name};
+  // Outputs were expanded at their out_axis, so out_axes resolve against the stacked ranks.
+  shard_plan.out_specs_from = [&](const std::vector<Array>& outputs) {
+    std::vector<PartitionSpec> specs;
+    const std::vector<MapAxis>& given = plan.options.out_axes;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      std::optional<int> k = given.size() == 1 ? given[0] : given[o];
+      if (k && *k < 0) *k += outputs[o].ndim();
+      specs.push_back(internal::axis_spec(k, plan.axis_name));
+    }
+    return Specs(specs);
+  };
+  std::vector<Array> results =
+      internal::run_shard_map(shard_plan, args, positions, adapter_ref, /*num_outputs=*/-1);
+  const std::vector<MapAxis>& given = plan.options.out_axes;
+  for (size_t o = 0; o < results.size(); ++o) {
+    if (!std::optional<int>(given.size() == 1 ? given[0] : given[o])) {
+      check_unmapped(plan, results[o], o);
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<Array> run_pmap(const PmapPlan& plan, const std::vector<Array>& args,
+                            std::span<const int> arg_positions, BodyRef body, int num_outputs,
+                            internal::PmapCache& cache) {
+  (void)num_outputs;  // the body's outputs are counted when it returns
+  if (internal::current_device_context() != nullptr) {
+    return internal::pmap::run_nested(plan, args, arg_positions, body);
+  }
+  std::vector<std::optional<int>> in_axes =
+      internal::pmap::resolve_in_axes(plan, args, arg_positions);
+  int64_t size = internal::pmap::mapped_size(plan, args, arg_positions, in_axes);
+  internal::pmap::check_donation(plan, arg_positions);
+  std::vector<Array> results = internal::pmap::with_levels(
+      plan, args, size, cache, [&](const std::vector<PmapLevel>& levels) {
+        return execute(plan, args, arg_positions, in_axes, body, levels, cache);
+      });
+  internal::pmap::donate(plan, args, arg_positions);
+  return results;
+}
+
+}  // namespace spmd::compat

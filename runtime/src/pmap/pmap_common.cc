@@ -1,0 +1,286 @@
+// Argument checks, device choice, nested calls and donation shared by both pmap implementations
+// (pmap_common.h). Messages are legacy JAX's (jax-semantics.md §2.6, legacy column).
+#include "pmap/pmap_common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "array_impl.h"
+#include "spmd/errors.h"
+#include "spmd/ops.h"
+
+namespace spmd::internal::pmap {
+namespace {
+
+std::string axes_repr(const std::vector<MapAxis>& axes) {
+  std::string out;
+  for (const MapAxis& entry : axes) {
+    std::optional<int> a = entry;
+    out += (out.empty() ? "" : ", ") + (a ? std::to_string(*a) : std::string("None"));
+  }
+  return "(" + out + (axes.size() == 1 ? ",)" : ")");
+}
+
+std::string prefix_error(const char* what, size_t given, size_t leaves, const char* leaf_kind) {
+  return fmt::format(
+      "pytree structure error: different lengths of tuple at key path\n    pmap {}\nAt that key "
+      "path, the prefix pytree pmap {} has a subtree of type tuple of length {}, but the full "
+      "pytree has a subtree of the same type but of length {} (the {}). Give one entry for all of "
+      "them, or one per {}.",
+      what, what, given, leaves, leaf_kind, leaf_kind);
+}
+
+std::string long_type(const Array& a) {
+  std::string dims;
+  for (size_t d = 0; d < a.shape().size(); ++d) {
+    dims += (d ? "," : "") + std::to_string(a.shape()[d]);
+  }
+  return fmt::format("{}[{}]", dtype_name(a.dtype()), dims);
+}
+
+}  // namespace
+
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
+                                                const std::vector<Array>& args,
+                                                std::span<const int> positions) {
+  const std::vector<MapAxis>& given = plan.options.in_axes;
+  if (given.size() != 1 && given.size() != args.size()) {
+    throw ValueError(
+        prefix_error("in_axes", given.size(), args.size(), "Array arguments f was called with") +
+        "\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped "
+        "function, and the value of `in_axes` must be a tree prefix of that tuple. But it was not "
+        "a prefix.\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of "
+        "the tuple of arguments passed positionally to the pmapped function.");
+  }
+  std::vector<std::optional<int>> out(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::optional<int> k = given.size() == 1 ? given[0] : given[i];
+    if (!k) continue;
+    int rank = args[i].ndim();
+    if (*k < -rank || *k >= rank) {
+      throw ValueError(fmt::format(
+          "pmap was requested to map its argument along axis {}, which implies that its rank "
+          "should be at least {}, but is only {} (its shape is {}): args[{}] of type {}",
+          *k, *k < 0 ? -*k : *k + 1, rank, shape_tuple_string(args[i].shape()), positions[i],
+          long_type(args[i])));
+    }
+    out[i] = *k < 0 ? *k + rank : *k;
+  }
+  return out;
+}
+
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
+                    std::span<const int> positions,
+                    const std::vector<std::optional<int>>& in_axes) {
+  std::optional<int64_t> size;
+  bool consistent = true;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!in_axes[i]) continue;
+    int64_t s = args[i].shape()[*in_axes[i]];
+    consistent = consistent && (!size || *size == s);
+    if (!size) size = s;
+  }
+  if (!size) {
+    throw ValueError(fmt::format(
+        "pmap must have at least one non-None value in in_axes (got in_axes={} for {} Array "
+        "arguments); map at least one argument.",
+        axes_repr(plan.options.in_axes), args.size()));
+  }
+  if (!consistent) {
+    std::vector<std::string> seen;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!in_axes[i]) continue;
+      seen.push_back(fmt::format("  * one axis had size {}: axis {} of args[{}] of type {}",
+                                 args[i].shape()[*in_axes[i]], *in_axes[i], positions[i],
+                                 long_type(args[i])));
+    }
+    throw ValueError("pmap got inconsistent sizes for array axes to be mapped:\n" +
+                     fmt::format("{}", fmt::join(seen, ";\n")));
+  }
+  if (plan.options.axis_size && *plan.options.axis_size != *size) {
+    throw ValueError(fmt::format("Specified axis_size {} doesn't match received axis_size {}.",
+                                 *plan.options.axis_size, *size));
+  }
+  return *size;
+}
+
+std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
+                                                 const std::vector<Array>& outputs) {
+  const std::vector<MapAxis>& given = plan.options.out_axes;
+  if (given.size() != 1 && given.size() != outputs.size()) {
+    throw ValueError(prefix_error("out_axes", given.size(), outputs.size(), "outputs f returns"));
+  }
+  std::vector<std::optional<int>> out(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    std::optional<int> k = given.size() == 1 ? given[0] : given[o];
+    if (!k) continue;
+    int rank = outputs[o].ndim() + 1;  // the stacked output
+    if (*k < -rank || *k >= rank) {
+      throw ValueError(fmt::format(
+          "pmap out_axes[{}] is {}, out of bounds for the stacked output of rank {} (the body "
+          "returned {}); give an axis in [{}, {}).",
+          o, *k, rank, long_type(outputs[o]), -rank, rank));
+    }
+    out[o] = *k < 0 ? *k + rank : *k;
+  }
+  return out;
+}
+
+std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels) {
+  int64_t total = 1;
+  for (const PmapLevel& l : levels) total *= l.size;
+  if (plan.options.devices) {
+    const std::vector<Device>& given = *plan.options.devices;
+    if (static_cast<int64_t>(given.size()) != total) {
+      std::string names;
+      for (const Device& d : given) names += (names.empty() ? "" : ", ") + d.str();
+      throw ValueError(fmt::format(
+          "Leading axis size of input to pmapped function must equal the number of local devices "
+          "passed to pmap. Got axis_size={}, num_local_devices={}.\n(Local devices available to "
+          "pmap: {})",
+          total, given.size(), names));
+    }
+    return given;
+  }
+  std::vector<Device> all = devices();
+  if (total > static_cast<int64_t>(all.size())) {
+    throw ValueError(fmt::format(
+        "compiling computation that requires {} logical devices, but only {} XLA devices are "
+        "available (num_replicas={}). spmd has {} CPU devices: start with more "
+        "(spmd::initialize({{.cpu_devices = {}}}) or SPMD_CPU_DEVICES={}), or map a smaller "
+        "axis.",
+        total, all.size(), total, all.size(), total, total));
+  }
+  all.resize(total);
+  return all;
+}
+
+Mesh level_mesh(const std::vector<Device>& devices, const std::vector<PmapLevel>& levels,
+                PmapCache& cache) {
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (cache.mesh && cache.mesh->devices() == devices && cache.mesh_levels == levels) {
+      return *cache.mesh;
+    }
+  }
+  Mesh mesh = level_mesh(devices, levels);
+  std::lock_guard<std::mutex> lock(cache.mu);
+  cache.mesh = mesh;
+  cache.mesh_levels = levels;
+  return mesh;
+}
+
+Mesh level_mesh(const std::vector<Device>& devices, const std::vector<PmapLevel>& levels) {
+  Shape sizes;
+  std::vector<std::string> names;
+  for (const PmapLevel& l : levels) {
+    if (std::find(names.begin(), names.end(), l.name) != names.end()) {
+      throw ValueError(fmt::format(
+          "nested pmaps must map distinct axis names, but '{}' is used by two levels", l.name));
+    }
+    sizes.push_back(l.size);
+    names.push_back(l.name);
+  }
+  return Mesh(devices, sizes, names);
+}
+
+LevelScope::LevelScope(int mesh_axis)
+    : ctx_(current_device_context()), saved_bound_(ctx_->bound), saved_depth_(ctx_->pmap_depth) {
+  ctx_->bound |= uint64_t{1} << mesh_axis;
+  ctx_->pmap_depth = mesh_axis + 1;
+}
+
+LevelScope::~LevelScope() {
+  ctx_->bound = saved_bound_;
+  ctx_->pmap_depth = saved_depth_;
+}
+
+std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& args,
+                              std::span<const int> positions, BodyRef body) {
+  DeviceContext* ctx = current_device_context();
+  if (ctx->pmap_depth == 0) {
+    throw ValueError(fmt::format(
+        "pmap(axis_name='{}') was called inside the body of shard_map '{}': map that axis with "
+        "the enclosing shard_map's mesh instead",
+        plan.axis_name, ctx->call->fun_name()));
+  }
+  if (plan.options.devices) throw ValueError("Nested pmap with explicit devices argument.");
+  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
+  int64_t size = mapped_size(plan, args, positions, in_axes);
+  const Mesh& mesh = ctx->call->mesh();
+  const int axis = ctx->pmap_depth;
+  if (axis >= mesh.ndim()) throw NestedDiscovery{{}, PmapLevel{plan.axis_name, size}};
+  if (mesh.axis_names()[axis] != plan.axis_name || mesh.axis_sizes()[axis] != size) {
+    throw ValueError(fmt::format(
+        "this nested pmap maps axis '{}' of size {}, but earlier calls with the same argument "
+        "types reached a nested pmap over '{}' of size {}; nested pmaps must have the same "
+        "structure on every call",
+        plan.axis_name, size, mesh.axis_names()[axis], mesh.axis_sizes()[axis]));
+  }
+  const int64_t index = ctx->coords[axis];
+  std::vector<Array> blocks;
+  for (size_t i = 0; i < args.size(); ++i) {
+    blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);
+  }
+  LevelScope scope(axis);
+  std::vector<Array> outputs = body.call(body.object, blocks);
+  std::vector<std::optional<int>> out_axes = resolve_out_axes(plan, outputs);
+  // Every device needs the stacked result, as the outer body saw it in JAX.
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    Array gathered = all_gather(outputs[o], plan.axis_name, {.axis = out_axes[o].value_or(0)});
+    outputs[o] = out_axes[o] ? gathered : take(gathered, 0, 0);
+  }
+  return outputs;
+}
+
+std::string cache_key(const std::vector<Array>& args) {
+  std::string key;
+  for (const Array& a : args) {
+    key += dtype_short_name(a.dtype());
+    for (int64_t d : a.shape()) key += "," + std::to_string(d);
+    key += ";";
+  }
+  return key;
+}
+
+std::vector<PmapLevel> cached_levels(PmapCache& cache, const std::string& key) {
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (const auto& [k, levels] : cache.inner_levels) {
+    if (k == key) return levels;
+  }
+  return {};
+}
+
+void remember_levels(PmapCache& cache, const std::string& key,
+                     const std::vector<PmapLevel>& levels) {
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (auto& [k, l] : cache.inner_levels) {
+    if (k == key) {
+      l = levels;
+      return;
+    }
+  }
+  cache.inner_levels.emplace_back(key, levels);
+}
+
+void check_donation(const PmapPlan& plan, std::span<const int> positions) {
+  for (int argnum : plan.options.donate_argnums) {
+    auto it = std::find(positions.begin(), positions.end(), argnum);
+    if (it == positions.end()) {
+      throw ValueError(fmt::format(
+          "donate_argnums contains {}, which is not the position of an Array argument of this "
+          "call (Array arguments are at positions {}); only Arrays can be donated.",
+          argnum, fmt::join(positions, ", ")));
+    }
+  }
+}
+
+void donate(const PmapPlan& plan, const std::vector<Array>& args, std::span<const int> positions) {
+  for (int argnum : plan.options.donate_argnums) {
+    size_t i = std::find(positions.begin(), positions.end(), argnum) - positions.begin();
+    if (!args[i].is_deleted()) delete_array(args[i]);
+  }
+}
+
+}  // namespace spmd::internal::pmap

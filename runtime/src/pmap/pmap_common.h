@@ -1,0 +1,116 @@
+// Internal: what the legacy pmap and the compat shim share, so that both give the same
+// (legacy, pmap-level) errors and the same nested-pmap behaviour:
+//   - argument checks with JAX <= 0.7.2's messages (jax-semantics.md §2.6, §7.B);
+//   - the device choice for a (nested) call;
+//   - nested pmap: the inner call inside a device body, and the discovery of its axis;
+//   - donation.
+//
+// Nested pmap runs as one call over a grid of devices with one mesh axis per pmap level (outer
+// axis major, as legacy JAX numbered devices). Every device runs the outer body (devices that
+// differ only in inner coordinates compute the same values); when the body reaches the inner
+// pmap, each device runs the inner body on its own slice and the results are gathered over the
+// inner axis, so the outer body sees the stacked result as in JAX. The inner axis size is only
+// known when the body reaches the inner pmap: the first call throws NestedDiscovery from there,
+// and the caller reruns on the larger grid (remembered in the PmapCache).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/call_context.h"
+#include "spmd/pmap.h"
+
+namespace spmd::internal {
+// Sends a warning to the handler installed with spmd::set_warning_handler (default: stderr).
+void warn(const std::string& message);
+}  // namespace spmd::internal
+
+namespace spmd::internal::pmap {
+
+// Thrown from an inner pmap whose axis the current call does not have yet. Not an
+// std::exception: user code that catches std::exception in a body must not swallow it.
+struct NestedDiscovery : ControlFlow {
+  PmapLevel level;
+};
+
+// The mapped axis of each Array argument, validated and normalised (non-negative).
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
+                                                const std::vector<Array>& args,
+                                                std::span<const int> positions);
+
+// The mapped size shared by every mapped argument (legacy errors when there is none or they
+// disagree, or when it contradicts options.axis_size).
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
+                    std::span<const int> positions, const std::vector<std::optional<int>>& in_axes);
+
+// The out_axes entry of each output, normalised against the stacked rank.
+std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
+                                                 const std::vector<Array>& outputs);
+
+// The devices of a call with the given levels (outer first): options.devices or the first
+// devices, with legacy's errors when there are too few or the count does not match.
+std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels);
+
+// The mesh of a call: one axis per level (the last one is kept in `cache`: building and validating
+// a Mesh costs as much as a small call).
+Mesh level_mesh(const std::vector<Device>& devices, const std::vector<PmapLevel>& levels);
+Mesh level_mesh(const std::vector<Device>& devices, const std::vector<PmapLevel>& levels,
+                PmapCache& cache);
+
+// Runs a pmap call made inside a device body (a nested pmap); see the file comment.
+std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& args,
+                              std::span<const int> positions, BodyRef body);
+
+// Runs `execute(levels)` for the top-level call, rerunning on a larger grid whenever the body
+// discovers an inner pmap, and remembering the levels in `cache`.
+template <class Execute>
+std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& args, int64_t size,
+                               PmapCache& cache, Execute&& execute);
+
+// ValueError unless every donate_argnums entry is the position of an Array argument.
+void check_donation(const PmapPlan& plan, std::span<const int> positions);
+// Deletes the donated arguments (after a successful call).
+void donate(const PmapPlan& plan, const std::vector<Array>& args, std::span<const int> positions);
+
+// Marks the body of a pmap level as running on this device thread (enables nested pmap calls and
+// collectives over the level's axis) for the lifetime of the guard.
+class LevelScope {
+ public:
+  explicit LevelScope(int mesh_axis);
+  ~LevelScope();
+  LevelScope(const LevelScope&) = delete;
+  LevelScope& operator=(const LevelScope&) = delete;
+
+ private:
+  DeviceContext* ctx_;
+  uint64_t saved_bound_;
+  int saved_depth_;
+};
+
+// The key under which a PmapCache remembers levels: the argument types.
+std::string cache_key(const std::vector<Array>& args);
+
+// ---- template implementation ----
+
+std::vector<PmapLevel> cached_levels(PmapCache& cache, const std::string& key);
+void remember_levels(PmapCache& cache, const std::string& key,
+                     const std::vector<PmapLevel>& levels);
+
+template <class Execute>
+std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& args, int64_t size,
+                               PmapCache& cache, Execute&& execute) {
+  std::string key = cache_key(args);
+  std::vector<PmapLevel> levels{PmapLevel{plan.axis_name, size}};
+  for (const PmapLevel& inner : cached_levels(cache, key)) levels.push_back(inner);
+  for (;;) {
+    try {
+      return execute(levels);
+    } catch (const NestedDiscovery& discovery) {
+      levels.push_back(discovery.level);
+      remember_levels(cache, key, {levels.begin() + 1, levels.end()});
+    }
+  }
+}
+
+}  // namespace spmd::internal::pmap
