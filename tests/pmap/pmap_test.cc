@@ -79,6 +79,7 @@ TEST_P(Pmap, C08UnmappedOutputIsDeviceZeros) {
                 {.in_axes = {0, std::nullopt}, .out_axes = {std::nullopt, 0}});
   Array x = iarange(8, {4, 2});
   auto [a, b] = f(x, x);
+  f(x, x);  // warned once per call site
   set_warning_handler(previous);
   EXPECT_ARRAY_EQ(a, ints({0, 1}));
   EXPECT_ARRAY_EQ(b, stack({x, x, x, x}));
@@ -175,6 +176,15 @@ TEST_P(Pmap, C31ExplicitDevices) {
   Array y = f2(floats({2, 3}));
   EXPECT_ARRAY_EQ(y, floats({13, 13}));
   EXPECT_EQ(y.addressable_shards()[0].device.id, 6);
+}
+
+TEST_P(Pmap, InputsOnOtherDevicesAreMoved) {
+  std::vector<Device> all = devices();
+  Mesh elsewhere({all[4], all[5], all[6], all[7]}, {4}, {"k"});
+  Array x = device_put(iarange(8, {4, 2}), NamedSharding(elsewhere, P("k")));
+  Array y = pmap([](const Array& v) { return v + 1; })(x);
+  EXPECT_ARRAY_EQ(y, iarange(8, {4, 2}) + 1);
+  EXPECT_EQ(y.addressable_shards()[0].device.id, 0);
 }
 
 TEST_P(Pmap, NegativeAxesAreNormalised) {
