@@ -95,7 +95,7 @@ void reduce_typed(const void* const* ins, int n, void* out, int64_t begin, int64
     for (int q = 1; q < n; q += 4) {
       fold_some<T, Acc, C, Op>(std::min(4, n - q), acc, in + q, b, len);
     }
-    T* dst = static_cast<T*>(out) + b;
+    T* dst = static_cast<T*>(out) + (b - begin);
     for (int64_t i = 0; i < len; ++i) dst[i] = C::store(acc[i]);
   }
 }
@@ -236,14 +236,22 @@ void CpuCommunicator::all_reduce(int rank, ReduceKind op, DType dtype, int64_t c
   const int64_t block = std::max<int64_t>(align, options_.block_bytes / item);
   const int64_t begin = std::min(count, rank * chunk);
   const int64_t end = std::min(count, begin + chunk);
+  // Large outputs are written with streaming stores from a small reduced block, own output
+  // included, so that they do not evict the inputs (which then stay in the last-level cache).
   const bool stream = count * item >= options_.stream_min_bytes;
+  thread_local std::vector<char> staging;
+  if (stream && static_cast<int64_t>(staging.size()) < block * item + 64) {
+    staging.resize(block * item + 64);
+  }
+  char* reduced_base = reinterpret_cast<char*>(
+      (reinterpret_cast<uintptr_t>(staging.data()) + 63) / 64 * 64);
   for (int64_t b = begin; b < end; b += block) {
     int64_t e = std::min(end, b + block);
-    reduce_inputs(op, dtype, ins.data(), size_, out, b, e);
-    for (int j = 1; j < size_; ++j) {  // start after self so owners spread their writes
+    char* reduced = stream ? reduced_base : static_cast<char*>(out) + b * item;
+    reduce_inputs(op, dtype, ins.data(), size_, reduced, b, e);
+    for (int j = stream ? 0 : 1; j < size_; ++j) {  // after self, so owners spread their writes
       int q = (rank + j) % size_;
-      store_block(static_cast<char*>(set[q].out) + b * item, static_cast<char*>(out) + b * item,
-                  (e - b) * item, stream);
+      store_block(static_cast<char*>(set[q].out) + b * item, reduced, (e - b) * item, stream);
     }
   }
   store_fence(stream);

@@ -78,7 +78,8 @@ class CpuCommunicator final : public Communicator {
   std::vector<Counter> counters_;
 };
 
-// out[i] = in_0[i] op in_1[i] op ... for i in [begin, end), inputs in the given order.
+// out[i - begin] = in_0[i] op in_1[i] op ... for i in [begin, end), inputs in the given order
+// (`out` points at the destination of element `begin`).
 void reduce_inputs(ReduceKind op, DType dtype, const void* const* ins, int n, void* out,
                    int64_t begin, int64_t end);
 
