@@ -431,9 +431,10 @@ TEST_P(Collectives, HalfFloatsAccumulateInFloat32AndRoundOnce) {
 }
 
 TEST_P(Collectives, FloatSumsAreInRankOrderOnEveryDeviceForEverySize) {
-  // Leader-computes (small) and owner-computes (large) all-reduce paths, at two group sizes.
+  // Leader-computes (small), owner-computes (large) and streaming (>= 4 MiB) all-reduce paths,
+  // at two group sizes.
   for (int64_t devices : {2, 8}) {
-    for (int64_t n : {3, 1000, 5000, 100003}) {
+    for (int64_t n : {3, 1000, 5000, 100003, (1 << 20) + 3}) {  // the last one streams
       check_rank_order_sum(devices, n);
     }
   }
