@@ -140,44 +140,16 @@ class Pmapped {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    using R =
-        std::decay_t<std::invoke_result_t<const F&, decltype(internal::block_or_static<0, Args...>(
-                                                        std::declval<const std::vector<Array>&>(),
-                                                        std::declval<const Args&>()))...>>;
-    using Traits = internal::OutputTraits<R>;
-    std::vector<Array> arrays;
-    (collect(arrays, args), ...);
-    auto run = [&](const std::vector<Array>& blocks) {
-      return invoke(blocks, std::index_sequence_for<Args...>{}, args...);
-    };
-    internal::BodyRef body{&run, [](const void* object, const std::vector<Array>& blocks) {
-                             return (*static_cast<const decltype(run)*>(object))(blocks);
-                           }};
-    return Traits::unflatten(runner_(plan_, arrays, internal::ArrayPositions<Args...>::kValue, body,
-                                     Traits::kCount, *cache_));
+    return internal::call_mapped(
+        f_,
+        [this](std::vector<Array> arrays, std::span<const int> positions, internal::BodyRef body,
+               int count) { return runner_(plan_, arrays, positions, body, count, *cache_); },
+        args...);
   }
 
   const internal::PmapPlan& plan() const { return plan_; }
 
  private:
-  template <class Arg>
-  static void collect(std::vector<Array>& arrays, const Arg& arg) {
-    if constexpr (internal::kIsArray<Arg>) arrays.push_back(arg);
-  }
-
-  template <size_t... Is, class... Args>
-  std::vector<Array> invoke(const std::vector<Array>& blocks, std::index_sequence<Is...>,
-                            const Args&... args) const {
-    using R = decltype(f_(internal::block_or_static<Is, Args...>(blocks, args)...));
-    if constexpr (std::is_void_v<R>) {
-      f_(internal::block_or_static<Is, Args...>(blocks, args)...);
-      return {};
-    } else {
-      return internal::OutputTraits<std::decay_t<R>>::flatten(
-          f_(internal::block_or_static<Is, Args...>(blocks, args)...));
-    }
-  }
-
   F f_;
   internal::PmapPlan plan_;
   internal::PmapRunner runner_;

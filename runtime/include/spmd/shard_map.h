@@ -185,6 +185,47 @@ struct OutputTraits<std::tuple<Ts...>> {
   }
 };
 
+// f's result type when called with blocks in place of its Array arguments.
+template <class F, class... Args>
+using MappedResult =
+    std::decay_t<std::invoke_result_t<const F&, decltype(block_or_static<0, Args...>(
+                                                    std::declval<const std::vector<Array>&>(),
+                                                    std::declval<const Args&>()))...>>;
+
+// Calls f with `blocks` in place of its Array arguments and the other arguments unchanged, and
+// flattens its result.
+template <class F, size_t... Is, class... Args>
+std::vector<Array> invoke_with_blocks(const F& f, const std::vector<Array>& blocks,
+                                      std::index_sequence<Is...>, const Args&... args) {
+  using R = decltype(f(block_or_static<Is, Args...>(blocks, args)...));
+  if constexpr (std::is_void_v<R>) {
+    f(block_or_static<Is, Args...>(blocks, args)...);
+    return {};
+  } else {
+    return OutputTraits<std::decay_t<R>>::flatten(f(block_or_static<Is, Args...>(blocks, args)...));
+  }
+}
+
+// What shard_map and pmap do with a call's arguments: hand `run` the Array arguments, their
+// positions, a body that calls f per device, and the output count; unflatten what it returns.
+template <class F, class Run, class... Args>
+auto call_mapped(const F& f, Run&& run, const Args&... args) {
+  using Traits = OutputTraits<MappedResult<F, Args...>>;
+  std::vector<Array> arrays;
+  [[maybe_unused]] auto collect = [&arrays](const auto& arg) {
+    if constexpr (kIsArray<decltype(arg)>) arrays.push_back(arg);
+  };
+  (collect(args), ...);
+  auto call = [&](const std::vector<Array>& blocks) {
+    return invoke_with_blocks(f, blocks, std::index_sequence_for<Args...>{}, args...);
+  };
+  BodyRef body{&call, [](const void* object, const std::vector<Array>& blocks) {
+                 return (*static_cast<const decltype(call)*>(object))(blocks);
+               }};
+  return Traits::unflatten(
+      run(std::move(arrays), ArrayPositions<Args...>::kValue, body, Traits::kCount));
+}
+
 }  // namespace internal
 
 // The callable shard_map returns. Call it with the arguments of f.
@@ -195,44 +236,18 @@ class ShardMapped {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    using R =
-        std::decay_t<std::invoke_result_t<const F&, decltype(internal::block_or_static<0, Args...>(
-                                                        std::declval<const std::vector<Array>&>(),
-                                                        std::declval<const Args&>()))...>>;
-    using Traits = internal::OutputTraits<R>;
-    std::vector<Array> arrays;
-    (collect(arrays, args), ...);
-    auto run = [&](const std::vector<Array>& blocks) {
-      return invoke(blocks, std::index_sequence_for<Args...>{}, args...);
-    };
-    internal::BodyRef body{&run, [](const void* object, const std::vector<Array>& blocks) {
-                             return (*static_cast<const decltype(run)*>(object))(blocks);
-                           }};
-    return Traits::unflatten(internal::run_shard_map(
-        plan_, std::move(arrays), internal::ArrayPositions<Args...>::kValue, body, Traits::kCount));
+    return internal::call_mapped(
+        f_,
+        [this](std::vector<Array> arrays, std::span<const int> positions, internal::BodyRef body,
+               int count) {
+          return internal::run_shard_map(plan_, std::move(arrays), positions, body, count);
+        },
+        args...);
   }
 
   const internal::ShardMapPlan& plan() const { return plan_; }
 
  private:
-  template <class Arg>
-  static void collect(std::vector<Array>& arrays, const Arg& arg) {
-    if constexpr (internal::kIsArray<Arg>) arrays.push_back(arg);
-  }
-
-  template <size_t... Is, class... Args>
-  std::vector<Array> invoke(const std::vector<Array>& blocks, std::index_sequence<Is...>,
-                            const Args&... args) const {
-    using R = decltype(f_(internal::block_or_static<Is, Args...>(blocks, args)...));
-    if constexpr (std::is_void_v<R>) {
-      f_(internal::block_or_static<Is, Args...>(blocks, args)...);
-      return {};
-    } else {
-      return internal::OutputTraits<std::decay_t<R>>::flatten(
-          f_(internal::block_or_static<Is, Args...>(blocks, args)...));
-    }
-  }
-
   F f_;
   internal::ShardMapPlan plan_;
 };

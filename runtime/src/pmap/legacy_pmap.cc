@@ -123,22 +123,14 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
 }  // namespace
 
 std::vector<spmd::Array> run_pmap(const PmapPlan& plan, const std::vector<spmd::Array>& args,
-                                  std::span<const int> arg_positions, BodyRef body, int num_outputs,
+                                  std::span<const int> arg_positions, BodyRef body,
+                                  int /*num_outputs: counted when the body returns*/,
                                   internal::PmapCache& cache) {
-  (void)num_outputs;  // the body's outputs are counted when it returns
-  if (internal::current_device_context() != nullptr) {
-    return internal::pmap::run_nested(plan, args, arg_positions, body);
-  }
-  std::vector<std::optional<int>> in_axes =
-      internal::pmap::resolve_in_axes(plan, args, arg_positions);
-  int64_t size = internal::pmap::mapped_size(plan, args, arg_positions, in_axes);
-  internal::pmap::check_donation(plan, arg_positions);
-  std::vector<spmd::Array> results = internal::pmap::with_levels(
-      plan, args, size, cache, [&](const std::vector<PmapLevel>& levels) {
+  return internal::pmap::run(
+      plan, args, arg_positions, body, cache,
+      [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels) {
         return execute(plan, args, in_axes, body, levels, cache);
       });
-  internal::pmap::donate(plan, args, arg_positions);
-  return results;
 }
 
 }  // namespace spmd::legacy

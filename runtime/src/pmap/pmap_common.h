@@ -73,6 +73,24 @@ void check_donation(const PmapPlan& plan, std::span<const int> positions);
 // Deletes the donated arguments (after a successful call).
 void donate(const PmapPlan& plan, const std::vector<Array>& args, std::span<const int> positions);
 
+// The flow both implementations share: a call inside a body is a nested pmap; otherwise check
+// the arguments, run `execute(in_axes, levels)` (rerunning on a larger grid when the body
+// discovers an inner pmap), and delete donated arguments.
+template <class Execute>
+std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
+                       std::span<const int> positions, BodyRef body, PmapCache& cache,
+                       Execute&& execute) {
+  if (current_device_context() != nullptr) return run_nested(plan, args, positions, body);
+  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
+  int64_t size = mapped_size(plan, args, positions, in_axes);
+  check_donation(plan, positions);
+  std::vector<Array> results =
+      with_levels(plan, args, size, cache,
+                  [&](const std::vector<PmapLevel>& levels) { return execute(in_axes, levels); });
+  donate(plan, args, positions);
+  return results;
+}
+
 // Marks the body of a pmap level as running on this device thread (enables nested pmap calls and
 // collectives over the level's axis) for the lifetime of the guard.
 class LevelScope {
