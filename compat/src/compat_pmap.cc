@@ -16,6 +16,7 @@
 #include <set>
 
 #include "array_impl.h"
+#include "exec/op_signature.h"
 #include "pmap/pmap_common.h"
 #include "spmd/ops.h"
 #include "spmd/pmap.h"
@@ -46,16 +47,56 @@ void check_unmapped(const PmapPlan& plan, const Array& output, size_t o) {
   }
 }
 
-std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
-                           std::span<const int> positions,
-                           const std::vector<std::optional<int>>& in_axes, BodyRef body,
-                           const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
-  std::vector<Device> devices = internal::pmap::select_devices(plan, levels);
-  Mesh mesh = internal::pmap::level_mesh(devices, levels, cache);
+// The shard_map a pmap call becomes (mesh, specs, options), cached per levels and in_axes in the
+// PmapCache: building it costs a noticeable part of a small call.
+std::shared_ptr<const internal::ShardMapPlan> prepare(
+    const PmapPlan& plan, const std::vector<std::optional<int>>& in_axes,
+    const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
+  uint64_t key = levels.size();
+  for (const PmapLevel& l : levels) {
+    key = internal::hash_combine(key, std::hash<std::string>()(l.name));
+    key = internal::hash_combine(key, static_cast<uint64_t>(l.size));
+  }
+  for (const std::optional<int>& k : in_axes) {
+    key = internal::hash_combine(key, k ? static_cast<uint64_t>(*k) : ~uint64_t{0});
+  }
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (cache.prepared && cache.prepared_key == key) {
+      return std::static_pointer_cast<const internal::ShardMapPlan>(cache.prepared);
+    }
+  }
+  Mesh mesh = internal::pmap::level_mesh(internal::pmap::select_devices(plan, levels), levels);
   std::vector<PartitionSpec> in_specs;
   for (const std::optional<int>& k : in_axes) {
     in_specs.push_back(internal::axis_spec(k, plan.axis_name));
   }
+  auto shard_plan = std::make_shared<internal::ShardMapPlan>(internal::ShardMapPlan{
+      mesh, Specs(in_specs), Specs(P()),
+      ShardMapOptions{.check_vma = false, .axis_names = {plan.axis_name}, .name = plan.fun_name},
+      plan.fun_name});
+  // Outputs were expanded at their out_axis, so out_axes resolve against the stacked ranks.
+  shard_plan->out_specs_from = [given = plan.options.out_axes,
+                                name = plan.axis_name](const std::vector<Array>& outputs) {
+    std::vector<PartitionSpec> specs;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      std::optional<int> k = given.size() == 1 ? given[0] : given[o];
+      if (k && *k < 0) *k += outputs[o].ndim();
+      specs.push_back(internal::axis_spec(k, name));
+    }
+    return Specs(specs);
+  };
+  std::lock_guard<std::mutex> lock(cache.mu);
+  cache.prepared_key = key;
+  cache.prepared = shard_plan;
+  return shard_plan;
+}
+
+std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
+                           std::span<const int> positions,
+                           const std::vector<std::optional<int>>& in_axes, BodyRef body,
+                           const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
+  std::shared_ptr<const internal::ShardMapPlan> shard_plan = prepare(plan, in_axes, levels, cache);
   // The adapter keeps f's rank-reduced view (JAX's _fun): squeeze in, expand out.
   auto adapter = [&](const std::vector<Array>& blocks) {
     internal::pmap::LevelScope level(0);
@@ -74,23 +115,8 @@ std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
   internal::BodyRef adapter_ref{&adapter, [](const void* object, const std::vector<Array>& b) {
                                   return (*static_cast<const decltype(adapter)*>(object))(b);
                                 }};
-  internal::ShardMapPlan shard_plan{
-      mesh, Specs(in_specs), Specs(P()),
-      ShardMapOptions{.check_vma = false, .axis_names = {plan.axis_name}, .name = plan.fun_name},
-      plan.fun_name};
-  // Outputs were expanded at their out_axis, so out_axes resolve against the stacked ranks.
-  shard_plan.out_specs_from = [&](const std::vector<Array>& outputs) {
-    std::vector<PartitionSpec> specs;
-    const std::vector<MapAxis>& given = plan.options.out_axes;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      std::optional<int> k = given.size() == 1 ? given[0] : given[o];
-      if (k && *k < 0) *k += outputs[o].ndim();
-      specs.push_back(internal::axis_spec(k, plan.axis_name));
-    }
-    return Specs(specs);
-  };
   std::vector<Array> results =
-      internal::run_shard_map(shard_plan, args, positions, adapter_ref, /*num_outputs=*/-1);
+      internal::run_shard_map(*shard_plan, args, positions, adapter_ref, /*num_outputs=*/-1);
   const std::vector<MapAxis>& given = plan.options.out_axes;
   for (size_t o = 0; o < results.size(); ++o) {
     if (!std::optional<int>(given.size() == 1 ? given[0] : given[o])) {

@@ -91,9 +91,11 @@ struct PmapLevel {
 // types (see the file comment).
 struct PmapCache {
   std::mutex mu;
-  std::vector<std::pair<std::string, std::vector<PmapLevel>>> inner_levels;
+  std::vector<std::pair<uint64_t, std::vector<PmapLevel>>> inner_levels;  // by argument types
   std::optional<Mesh> mesh;  // the last call's mesh, and its levels
   std::vector<PmapLevel> mesh_levels;
+  uint64_t prepared_key = 0;  // what an implementation prepared for the last call, and its key
+  std::shared_ptr<const void> prepared;
 };
 
 using PmapRunner = std::vector<Array> (*)(const PmapPlan& plan, const std::vector<Array>& args,

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "array_impl.h"
+#include "exec/op_signature.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
 
@@ -234,17 +235,17 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
   return outputs;
 }
 
-std::string cache_key(const std::vector<Array>& args) {
-  std::string key;
+uint64_t cache_key(const std::vector<Array>& args) {
+  uint64_t key = args.size();
   for (const Array& a : args) {
-    key += dtype_short_name(a.dtype());
-    for (int64_t d : a.shape()) key += "," + std::to_string(d);
-    key += ";";
+    key = hash_combine(key, static_cast<uint64_t>(a.dtype()));
+    key = hash_combine(key, a.shape().size());
+    for (int64_t d : a.shape()) key = hash_combine(key, static_cast<uint64_t>(d));
   }
   return key;
 }
 
-std::vector<PmapLevel> cached_levels(PmapCache& cache, const std::string& key) {
+std::vector<PmapLevel> cached_levels(PmapCache& cache, uint64_t key) {
   std::lock_guard<std::mutex> lock(cache.mu);
   for (const auto& [k, levels] : cache.inner_levels) {
     if (k == key) return levels;
@@ -252,8 +253,7 @@ std::vector<PmapLevel> cached_levels(PmapCache& cache, const std::string& key) {
   return {};
 }
 
-void remember_levels(PmapCache& cache, const std::string& key,
-                     const std::vector<PmapLevel>& levels) {
+void remember_levels(PmapCache& cache, uint64_t key, const std::vector<PmapLevel>& levels) {
   std::lock_guard<std::mutex> lock(cache.mu);
   for (auto& [k, l] : cache.inner_levels) {
     if (k == key) {

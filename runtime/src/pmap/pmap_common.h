@@ -106,19 +106,18 @@ class LevelScope {
   int saved_depth_;
 };
 
-// The key under which a PmapCache remembers levels: the argument types.
-std::string cache_key(const std::vector<Array>& args);
+// The key under which a PmapCache remembers levels: a hash of the argument types.
+uint64_t cache_key(const std::vector<Array>& args);
 
 // ---- template implementation ----
 
-std::vector<PmapLevel> cached_levels(PmapCache& cache, const std::string& key);
-void remember_levels(PmapCache& cache, const std::string& key,
-                     const std::vector<PmapLevel>& levels);
+std::vector<PmapLevel> cached_levels(PmapCache& cache, uint64_t key);
+void remember_levels(PmapCache& cache, uint64_t key, const std::vector<PmapLevel>& levels);
 
 template <class Execute>
 std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& args, int64_t size,
                                PmapCache& cache, Execute&& execute) {
-  std::string key = cache_key(args);
+  uint64_t key = cache_key(args);
   std::vector<PmapLevel> levels{PmapLevel{plan.axis_name, size}};
   for (const PmapLevel& inner : cached_levels(cache, key)) levels.push_back(inner);
   for (;;) {
