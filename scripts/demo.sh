@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
-scripts/build.sh -DSPMD_BUILD_TESTS=OFF
+scripts/build.sh -DSPMD_BUILD_TESTS=OFF -DSPMD_BUILD_REWRITER=OFF
 SPMD_CPU_DEVICES=8 build/examples/mesh_basics/mesh_basics

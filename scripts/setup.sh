@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing spmd needs on Debian 12, skipping packages already present.
-# Usage: scripts/setup.sh            (toolchain, GoogleTest, fmt; OpenMPI for the benchmarks)
+# Usage: scripts/setup.sh   (toolchain, GoogleTest, fmt; OpenMPI for the benchmarks; Clang 14
+#                            LibTooling for spmd-migrate)
 set -euo pipefail
 
-packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev libopenmpi-dev openmpi-bin)
+packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev libopenmpi-dev openmpi-bin
+          clang-14 llvm-14-dev libclang-14-dev libclang-cpp14-dev clang-tools-14)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -22,7 +22,7 @@ class Pmap : public ::testing::TestWithParam<Impl> {
   template <class F>
   auto pmap(F f, std::string axis = "", PmapOptions options = {}) {
     return internal::make_pmapped(std::move(f), std::move(axis), std::move(options),
-                                  GetParam().runner, std::source_location::current());
+                                  GetParam().runner, __FILE__, __LINE__);
   }
 };
 

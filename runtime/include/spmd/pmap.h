@@ -26,7 +26,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -159,12 +158,14 @@ class Pmapped {
 };
 
 namespace internal {
+// `file` and `line` locate the pmap(...) call (defaulted there with __builtin_FILE/__builtin_LINE,
+// which GCC and Clang both provide, unlike std::source_location with libstdc++ 12 and Clang 14).
 template <class F>
 Pmapped<std::decay_t<F>> make_pmapped(F&& f, std::string axis_name, PmapOptions options,
-                                      PmapRunner runner, const std::source_location& where) {
+                                      PmapRunner runner, const char* file, int line) {
   PmapPlan plan{axis_name.empty() ? unnamed_axis() : std::move(axis_name), std::move(options),
                 callable_name(typeid(std::decay_t<F>)),
-                std::string(where.file_name()) + ":" + std::to_string(where.line())};
+                std::string(file) + ":" + std::to_string(line)};
   check_pmap_options(plan);
   return Pmapped<std::decay_t<F>>(std::forward<F>(f), std::move(plan), runner);
 }
@@ -175,19 +176,19 @@ template <class F>
 [[deprecated(
     "spmd::pmap is deprecated: migrate to spmd::shard_map (run spmd-migrate over your sources); "
     "meanwhile link spmd::compat to run pmap on shard_map")]] Pmapped<std::decay_t<F>>
-pmap(F&& f, std::string axis_name, PmapOptions options = {},
-     const std::source_location& where = std::source_location::current()) {
+pmap(F&& f, std::string axis_name, PmapOptions options = {}, const char* file = __builtin_FILE(),
+     int line = __builtin_LINE()) {
   return internal::make_pmapped(std::forward<F>(f), std::move(axis_name), std::move(options),
-                                &internal::run_pmap, where);
+                                &internal::run_pmap, file, line);
 }
 
 namespace legacy {
 // spmd::pmap bound to the native legacy implementation, whatever the program links.
 template <class F>
 Pmapped<std::decay_t<F>> pmap(F&& f, std::string axis_name, PmapOptions options = {},
-                              const std::source_location& where = std::source_location::current()) {
+                              const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return internal::make_pmapped(std::forward<F>(f), std::move(axis_name), std::move(options),
-                                &legacy::run_pmap, where);
+                                &legacy::run_pmap, file, line);
 }
 }  // namespace legacy
 
@@ -195,9 +196,9 @@ namespace compat {
 // spmd::pmap bound to the shard_map-based implementation, whatever the program links.
 template <class F>
 Pmapped<std::decay_t<F>> pmap(F&& f, std::string axis_name, PmapOptions options = {},
-                              const std::source_location& where = std::source_location::current()) {
+                              const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return internal::make_pmapped(std::forward<F>(f), std::move(axis_name), std::move(options),
-                                &compat::run_pmap, where);
+                                &compat::run_pmap, file, line);
 }
 }  // namespace compat
 

@@ -1,0 +1,100 @@
+// Sink and Rule helpers (rule.h): turning clang locations into canonical file edits and
+// diagnostics.
+#include "rule.h"
+
+#include <clang/Lex/Lexer.h>
+#include <llvm/Support/FileSystem.h>
+
+namespace spmd::migrate {
+namespace {
+
+// The canonical absolute path of the file holding `loc` (a file location), so that one header
+// reached through different spellings or symlinks gets one set of edits.
+std::string canonical_path(const clang::SourceManager& sm, clang::SourceLocation loc) {
+  clang::FileID fid = sm.getFileID(loc);
+  if (const clang::FileEntry* entry = sm.getFileEntryForID(fid)) {
+    llvm::StringRef real = entry->tryGetRealPathName();
+    if (!real.empty()) return real.str();
+  }
+  llvm::SmallString<256> path;
+  if (llvm::sys::fs::real_path(sm.getFilename(loc), path)) return sm.getFilename(loc).str();
+  return std::string(path.str());
+}
+
+Location location_of(const clang::SourceManager& sm, clang::SourceLocation at) {
+  clang::SourceLocation file_loc = sm.getFileLoc(at);
+  return Location{canonical_path(sm, file_loc), sm.getSpellingLineNumber(file_loc),
+                  sm.getSpellingColumnNumber(file_loc)};
+}
+
+}  // namespace
+
+std::optional<Edit> Sink::edit(const clang::SourceManager& sm, const clang::LangOptions& lang,
+                               clang::CharSourceRange range, const std::string& text) {
+  clang::CharSourceRange file_range = clang::Lexer::makeFileCharRange(range, sm, lang);
+  if (file_range.isInvalid()) return std::nullopt;
+  clang::SourceLocation begin = file_range.getBegin();
+  unsigned start = sm.getFileOffset(begin);
+  unsigned stop = sm.getFileOffset(file_range.getEnd());
+  return Edit{canonical_path(sm, begin), start, stop - start, text};
+}
+
+EditBatch& EditBatch::replace(clang::CharSourceRange range, const std::string& text) {
+  std::optional<Edit> e = Sink::edit(sm_, lang_, range, text);
+  ok_ = ok_ && e.has_value();
+  if (e) edits_.push_back(*e);
+  return *this;
+}
+
+EditBatch& EditBatch::insert(clang::SourceLocation at, const std::string& text) {
+  return replace(clang::CharSourceRange::getCharRange(at, at), text);
+}
+
+bool EditBatch::commit() {
+  if (!ok_) return false;
+  for (const Edit& e : edits_) sink_.record(e);
+  return true;
+}
+
+void Sink::add_include(const clang::SourceManager& sm, clang::SourceLocation in_file,
+                       const std::string& header) {
+  result_.includes.emplace(canonical_path(sm, sm.getFileLoc(in_file)), header);
+}
+
+void Sink::migrated(const clang::SourceManager& sm, clang::SourceLocation at,
+                    const std::string& rule) {
+  result_.migrated.insert(Migrated{location_of(sm, at), rule});
+}
+
+void Sink::warn(const clang::SourceManager& sm, clang::SourceLocation at, const std::string& rule,
+                const std::string& message) {
+  Location where = location_of(sm, at);
+  clang::SourceLocation file_loc = sm.getFileLoc(at);
+  bool invalid = false;
+  llvm::StringRef buffer = sm.getBufferData(sm.getFileID(file_loc), &invalid);
+  std::string line;
+  if (!invalid) {
+    size_t offset = sm.getFileOffset(file_loc);
+    size_t start = buffer.rfind('\n', offset);
+    start = start == llvm::StringRef::npos ? 0 : start + 1;
+    size_t stop = buffer.find('\n', offset);
+    line =
+        buffer.substr(start, stop == llvm::StringRef::npos ? llvm::StringRef::npos : stop - start)
+            .str();
+  }
+  result_.warnings.insert(Warning{where, rule, message, line});
+}
+
+std::string Rule::text_of(const clang::SourceManager& sm, const clang::LangOptions& lang,
+                          clang::SourceRange range) {
+  return clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(range), sm, lang).str();
+}
+
+bool Rule::in_macro_body(const clang::SourceManager& sm, clang::SourceRange range) {
+  for (clang::SourceLocation loc : {range.getBegin(), range.getEnd()}) {
+    if (loc.isMacroID() && !sm.isMacroArgExpansion(loc)) return true;
+  }
+  return false;
+}
+
+}  // namespace spmd::migrate
