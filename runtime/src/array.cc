@@ -1,5 +1,6 @@
 // Array storage, host transfer and shard assembly (spmd/array.h, array_impl.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -196,6 +197,25 @@ Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, 
     }
   }
   return read_region(arg, region, device);
+}
+
+void check_donation(const std::vector<int>& argnums, std::span<const int> positions) {
+  for (int argnum : argnums) {
+    if (std::find(positions.begin(), positions.end(), argnum) == positions.end()) {
+      throw ValueError(fmt::format(
+          "donate_argnums contains {}, which is not the position of an Array argument of this "
+          "call (Array arguments are at positions {}); only Arrays can be donated.",
+          argnum, fmt::join(positions, ", ")));
+    }
+  }
+}
+
+void donate(const std::vector<int>& argnums, const std::vector<Array>& args,
+            std::span<const int> positions) {
+  for (int argnum : argnums) {
+    size_t i = std::find(positions.begin(), positions.end(), argnum) - positions.begin();
+    if (!args[i].is_deleted()) delete_array(args[i]);
+  }
 }
 
 void delete_array(const Array& a) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -98,5 +99,12 @@ const ShardData& single_shard(const Array& a);
 
 // Marks `a` deleted (donation); later reads throw ValueError.
 void delete_array(const Array& a);
+
+// ValueError unless every entry of `argnums` is the position (among all of a call's arguments)
+// of an Array argument; `positions` are the Array arguments' positions.
+void check_donation(const std::vector<int>& argnums, std::span<const int> positions);
+// Deletes the donated Array arguments, after a successful call.
+void donate(const std::vector<int>& argnums, const std::vector<Array>& args,
+            std::span<const int> positions);
 
 }  // namespace spmd::internal

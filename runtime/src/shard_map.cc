@@ -348,6 +348,7 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   }
   if (!plan.out_specs_from) check_out_specs(plan, manual, plan.out_specs, num_outputs);
   check_inputs(plan, args, arg_positions, in_specs);
+  check_donation(plan.options.donate_argnums, arg_positions);
 
   CallContext call(mesh, manual, plan.options.check_vma,
                    plan.options.collective_timeout_s.value_or(collective_timeout_s()),
@@ -382,6 +383,7 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
     results.push_back(assemble_output(
         plan, manual, out_specs[j], spec_path("out_specs", out_specs_given, j), launch.outputs, j));
   }
+  donate(plan.options.donate_argnums, args, arg_positions);
   return results;
 }
 

@@ -270,6 +270,19 @@ TEST(ShardMap, ReshardsInputsWithOtherShardings) {
   EXPECT_ARRAY_EQ(f(x), iarange(16, {4, 4}));
 }
 
+TEST(ShardMap, DonatedArgumentsAreConsumed) {
+  auto f = shard_map([](const Array& x, const Array& y) { return x + y; }, mesh1(4), P("i"),
+                     P("i"), {.donate_argnums = {1}});
+  Array x = arange(8), y = arange(8);
+  EXPECT_ARRAY_EQ(f(x, y), arange(8) * 2);
+  EXPECT_FALSE(x.is_deleted());
+  EXPECT_TRUE(y.is_deleted());
+  expect_error<ValueError>([&] { f(x, y); }, {"has been deleted"});
+  auto bad = shard_map([](const Array& a, int) { return a; }, mesh1(4), P("i"), P("i"),
+                       {.donate_argnums = {1}});
+  expect_error<ValueError>([&] { bad(x, 1); }, {"not the position of an Array argument"});
+}
+
 TEST(ShardMap, PartialManualAxesComputeRedundantly) {
   Mesh mesh = mesh2(2, 2);
   std::atomic<int> calls{0};

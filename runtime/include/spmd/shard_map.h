@@ -57,6 +57,9 @@ struct ShardMapOptions {
   std::string name = "";
   // Collective deadline for this call in seconds; empty: spmd::collective_timeout_s().
   std::optional<double> collective_timeout_s = std::nullopt;
+  // Positions (among all of f's arguments) of Array arguments the call consumes (JAX's
+  // jit(shard_map(...), donate_argnums)): deleted after the call; a later use is a ValueError.
+  std::vector<int> donate_argnums = {};
 };
 
 // in_specs / out_specs: one PartitionSpec for every Array argument (or output), or one per Array

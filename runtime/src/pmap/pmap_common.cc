@@ -264,23 +264,4 @@ void remember_levels(PmapCache& cache, uint64_t key, const std::vector<PmapLevel
   cache.inner_levels.emplace_back(key, levels);
 }
 
-void check_donation(const PmapPlan& plan, std::span<const int> positions) {
-  for (int argnum : plan.options.donate_argnums) {
-    auto it = std::find(positions.begin(), positions.end(), argnum);
-    if (it == positions.end()) {
-      throw ValueError(fmt::format(
-          "donate_argnums contains {}, which is not the position of an Array argument of this "
-          "call (Array arguments are at positions {}); only Arrays can be donated.",
-          argnum, fmt::join(positions, ", ")));
-    }
-  }
-}
-
-void donate(const PmapPlan& plan, const std::vector<Array>& args, std::span<const int> positions) {
-  for (int argnum : plan.options.donate_argnums) {
-    size_t i = std::find(positions.begin(), positions.end(), argnum) - positions.begin();
-    if (!args[i].is_deleted()) delete_array(args[i]);
-  }
-}
-
 }  // namespace spmd::internal::pmap

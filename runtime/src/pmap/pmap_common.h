@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "array_impl.h"
 #include "exec/call_context.h"
 #include "spmd/pmap.h"
 
@@ -68,11 +69,6 @@ template <class Execute>
 std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& args, int64_t size,
                                PmapCache& cache, Execute&& execute);
 
-// ValueError unless every donate_argnums entry is the position of an Array argument.
-void check_donation(const PmapPlan& plan, std::span<const int> positions);
-// Deletes the donated arguments (after a successful call).
-void donate(const PmapPlan& plan, const std::vector<Array>& args, std::span<const int> positions);
-
 // The flow both implementations share: a call inside a body is a nested pmap; otherwise check
 // the arguments, run `execute(in_axes, levels)` (rerunning on a larger grid when the body
 // discovers an inner pmap), and delete donated arguments.
@@ -83,11 +79,11 @@ std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
   if (current_device_context() != nullptr) return run_nested(plan, args, positions, body);
   std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
   int64_t size = mapped_size(plan, args, positions, in_axes);
-  check_donation(plan, positions);
+  check_donation(plan.options.donate_argnums, positions);
   std::vector<Array> results =
       with_levels(plan, args, size, cache,
                   [&](const std::vector<PmapLevel>& levels) { return execute(in_axes, levels); });
-  donate(plan, args, positions);
+  donate(plan.options.donate_argnums, args, positions);
   return results;
 }
 
