@@ -597,6 +597,8 @@ Array squeeze(const Array& x, std::optional<std::vector<int>> axes) {
   return reshape(x, shape);
 }
 
+Array squeeze(const Array& x, int axis) { return squeeze(x, std::vector<int>{axis}); }
+
 Array expand_dims(const Array& x, int axis) {
   int ax = normalize_axis(axis, x.ndim() + 1);
   Shape shape = x.shape();

@@ -623,6 +623,7 @@ TEST(OpsTest, SqueezeExpandDims) {
   Array x = i32({1, 2}, Shape{1, 2, 1});
   EXPECT_TRUE(Is(squeeze(x), kI32, {2}, {1, 2}));
   EXPECT_TRUE(Is(squeeze(x, std::vector<int>{0}), kI32, {2, 1}, {1, 2}));
+  EXPECT_TRUE(Is(squeeze(x, 2), kI32, {1, 2}, {1, 2}));
   EXPECT_TRUE(Is(squeeze(x, std::vector<int>{-1}), kI32, {1, 2}, {1, 2}));
   EXPECT_TRUE(Is(squeeze(x, std::vector<int>{2, 0}), kI32, {2}, {1, 2}));
   EXPECT_TRUE(Is(squeeze(x, std::vector<int>{}), kI32, {1, 2, 1}, {1, 2}));

@@ -148,6 +148,7 @@ Array broadcast_to(const Array& x, Shape shape);
 Array concatenate(const std::vector<Array>& xs, int axis = 0);
 Array stack(const std::vector<Array>& xs, int axis = 0);
 Array squeeze(const Array& x, std::optional<std::vector<int>> axes = std::nullopt);
+Array squeeze(const Array& x, int axis);  // jnp.squeeze(x, axis)
 Array expand_dims(const Array& x, int axis);
 // x[start:stop:step] along each dimension; omitted trailing dimensions are taken whole. Negative
 // start/stop count from the end and are clamped like Python slices.

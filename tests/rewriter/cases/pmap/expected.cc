@@ -1,0 +1,194 @@
+// Rule pmap: every form of spmd::pmap the legacy API allows becomes shard_map code, and every
+// site the tool cannot migrate faithfully is reported and left as is.
+#include <spmd/pmap.h>
+#include <spmd/spmd.h>
+
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#define PMAP_SUM(x) spmd::pmap([](const spmd::Array& v) { return spmd::psum(v, "i"); }, "i")(x)
+
+namespace app {
+
+using spmd::Array;
+
+Array center(const Array& x) { return x - spmd::pmean(x, "i"); }
+
+struct Scale {
+  float factor;
+  Array operator()(const Array& x) const { return x * factor; }
+};
+
+// Called at once, a lambda.
+Array direct(const Array& x) {
+  return [f = [](const Array& v) { return v - spmd::psum(v, "i"); }](const spmd::Array& a0) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
+        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
+        {.check_vma = false})(a0);
+  }(x);
+}
+
+// Stored and called later (twice), a named function.
+Array stored(const Array& x, const Array& y) {
+  auto f = [f = center](const spmd::Array& a0) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
+        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
+        {.check_vma = false})(a0);
+  };
+  return f(x) + f(y);
+}
+
+// A functor, a static argument, options in a const variable.
+Array functor_and_static(const Array& x) {
+  const spmd::PmapOptions options{.in_axes = {1}, .out_axes = {1}};
+  auto f = [f = [](const Array& v, int k) { return v * k; }](const spmd::Array& a0,
+                                                             const auto& a1) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0, const auto& b1) {
+          return spmd::expand_dims(f(spmd::squeeze(b0, 1), b1), 1);
+        },
+        spmd::make_mesh({a0.shape()[1]}, {"i"}), spmd::P(spmd::None, "i"), spmd::P(spmd::None, "i"),
+        {.check_vma = false})(a0, a1);
+  };
+  auto g = [f = Scale{2.0f}](const spmd::Array& a0) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
+        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
+        {.check_vma = false})(a0);
+  };
+  return f(x, 3) + g(x);
+}
+
+// in_axes with nullopt, a tuple output with out_axes nullopt on a psum (provably replicated).
+std::tuple<Array, Array> tuple_output(const Array& x, const Array& w) {
+  auto f = [f = [](const Array& a, const Array& b) {
+    Array total = spmd::psum(spmd::sum(a * b), "i");
+    return std::make_tuple(a + b, total);
+  }](const spmd::Array& a0, const spmd::Array& a1) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0, const spmd::Array& b1) {
+          auto [y0, y1] = f(spmd::squeeze(b0, 0), b1);
+          return std::make_tuple(spmd::expand_dims(y0, 0), y1);
+        },
+        spmd::make_mesh({a0.shape()[0]}, {"i"}), {spmd::P("i"), spmd::P()},
+        {spmd::P("i"), spmd::P()}, {.check_vma = false})(a0, a1);
+  };
+  return f(x, w);
+}
+
+// devices, axis_size and donate_argnums.
+Array placed(const Array& x) {
+  std::vector<spmd::Device> devices = spmd::devices();
+  devices.resize(4);
+  auto f = [f = [](const Array& v) { return v + 1; }, devices = devices,
+            axis_size = 4](const spmd::Array& a0) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
+        spmd::Mesh(devices, {axis_size}, {"i"}), spmd::P("i"), spmd::P("i"),
+        {.check_vma = false, .donate_argnums = {0}})(a0);
+  };
+  return f(x);
+}
+
+// An unnamed pmap returning nothing.
+void side_effect(const Array& x) {
+  [f = [](const Array& v) { (void)v; }](const spmd::Array& a0) {
+    return spmd::shard_map([&](const spmd::Array& b0) { f(spmd::squeeze(b0, 0)); },
+                           spmd::make_mesh({a0.shape()[0]}, {"_pmap"}), spmd::P("_pmap"), spmd::P(),
+                           {.check_vma = false})(a0);
+  }(x);
+}
+
+// Nested pmap: one shard_map over a 2-axis mesh.
+Array nested(const Array& x) {
+  auto f = [f = [](const Array& v) { return spmd::psum(v, "j"); }](const spmd::Array& a0) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0) {
+          return spmd::expand_dims(
+              spmd::expand_dims(f(spmd::squeeze(b0, std::vector<int>{0, 2})), 0), 0);
+        },
+        spmd::make_mesh({a0.shape()[0], a0.shape()[2]}, {"i", "j"}), spmd::P("i", spmd::None, "j"),
+        spmd::P("i", "j"), {.check_vma = false})(a0);
+  };
+  return f(x);
+}
+
+// A std::vector of outputs.
+std::vector<Array> many(const Array& x) {
+  return [f = [](const Array& v) {
+    return std::vector<Array>{v, v * 2};
+  }](const spmd::Array& a0) {
+    return spmd::shard_map(
+        [&](const spmd::Array& b0) {
+          std::vector<spmd::Array> ys = f(spmd::squeeze(b0, 0));
+          for (spmd::Array& y : ys) y = spmd::expand_dims(y, 0);
+          return ys;
+        },
+        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
+        {.check_vma = false})(a0);
+  }(x);
+}
+
+// ---- Left for a human ----
+
+Array in_macro(const Array& x) { return PMAP_SUM(x); }
+// CHECK-MESSAGES: input.cc:[[@LINE-1]]:41: warning: this pmap is written inside a macro, so the tool leaves it as is; expand the macro at this site, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-macro]
+
+template <class F>
+Array apply(const F& f, const Array& x) {
+  return f(x);
+}
+Array escapes(const Array& x) {
+  auto f = spmd::pmap(center, "i");
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:12: warning: the pmap callable 'f' is used other than by calling it (passed on, copied into a member, returned), so the tool cannot see all its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+  return apply(f, x);
+}
+
+Array runtime_options(const Array& x, bool transposed) {
+  spmd::PmapOptions options;
+  if (transposed) options.in_axes = {1};
+  return spmd::pmap(center, "i", options)(x);
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:10: warning: the pmap options are built at run time (or through a variable that is not const), so in_axes/out_axes are unknown at compile time; write them inline or in a const variable [spmd-migrate-pmap-options]
+}
+
+Array not_replicated(const Array& x) {
+  return spmd::pmap(center, "i", {.out_axes = {std::nullopt}})(x);
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:10: warning: out_axes=std::nullopt returns device 0's value of output 0, and the tool cannot prove every device along 'i' computes the same value (pmap never checked); make the output replicated (psum/pmean/all_gather over 'i') or give it an integer out_axes [spmd-migrate-pmap-out-axes-none]
+}
+
+Array negative_axis(const Array& x) {
+  return spmd::pmap(center, "i", {.in_axes = {-1}})(x);
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:10: warning: in_axes {-1} has a negative entry, which pmap counts from the end of each value's rank; write the non-negative axis (rank + axis) and run the tool again [spmd-migrate-pmap-negative-axis]
+}
+
+Array imperfect_nesting(const Array& x) {
+  auto inner = spmd::pmap(center, "j");
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  auto outer = spmd::pmap([&](const Array& v) { return inner(v.reshape({2, -1})); }, "i");
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  return outer(x);
+}
+
+template <class T>
+Array in_template(const T& x) {
+  return spmd::pmap(center, "i")(x);
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:10: warning: this pmap is inside a template, where its types depend on template parameters; migrate it by hand (see docs/migration.md) [spmd-migrate-pmap-template]
+}
+
+// ---- Not spmd's pmap: untouched ----
+
+namespace other {
+template <class F>
+F pmap(F f, const char*) {
+  return f;
+}
+}  // namespace other
+
+Array other_pmap(const Array& x) { return other::pmap(center, "i")(x); }
+// "spmd::pmap(f, "i")" in a string or a comment is not code either.
+const char* kText = "spmd::pmap(center, \"i\")(x)";
+
+}  // namespace app
