@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs two builds of one legacy example (linked with spmd::pmap_legacy and spmd::compat) and
-# fails unless both succeed and their standard outputs are byte-identical.
+# Runs two builds of one example (legacy pmap, compat pmap, or migrated to shard_map) and fails
+# unless both succeed and their standard outputs are byte-identical.
 #
 #   examples/legacy/compare_outputs.sh build/.../foo_legacy build/.../foo_compat
 set -u
@@ -11,11 +11,11 @@ fi
 dir=$(mktemp -d) || exit 2
 trap 'rm -rf "$dir"' EXIT
 "$1" >"$dir/legacy.out" || { echo "FAIL: $1 exited with status $?" >&2; exit 1; }
-"$2" >"$dir/compat.out" || { echo "FAIL: $2 exited with status $?" >&2; exit 1; }
-if cmp -s "$dir/legacy.out" "$dir/compat.out"; then
+"$2" >"$dir/other.out" || { echo "FAIL: $2 exited with status $?" >&2; exit 1; }
+if cmp -s "$dir/legacy.out" "$dir/other.out"; then
   echo "OK: identical output ($(wc -l <"$dir/legacy.out") lines)"
   exit 0
 fi
 echo "FAIL: outputs differ" >&2
-diff -u "$dir/legacy.out" "$dir/compat.out" >&2
+diff -u "$dir/legacy.out" "$dir/other.out" >&2
 exit 1

@@ -39,29 +39,22 @@ float max_abs_diff(const Array& a, const Array& b) {
 int main() {
   spmd::initialize({.cpu_devices = kData * kModel});
 
-  // Inner: one device of a "data" row. x_rows f32[8, 32] (broadcast), w1_block f32[32, 16]
-  // (in_axes 1 of W1 viewed as [32, 4, 16]), w2_block f32[16, 32] (in_axes 0 of [4, 16, 32]).
-  auto model_parallel = spmd::pmap(
-      [](const Array& x_rows, const Array& w1_block, const Array& w2_block) {
-        Array h = spmd::tanh(spmd::matmul(x_rows, w1_block));                     // f32[8, 16]
-        Array h_rows = spmd::all_gather(h, "model", {.axis = 1, .tiled = true});  // f32[8, 64]
-        Array partial = spmd::matmul(h, w2_block);                                // f32[8, 32]
-        // f32[8, 8]: the summed partials, column block m of them on device (d, m).
-        Array y = spmd::psum_scatter(partial, "model", {.scatter_dimension = 1, .tiled = true});
-        Array sum_sq = spmd::psum(spmd::sum(spmd::square(y)), {"data", "model"});
-        return std::make_tuple(y, h_rows, sum_sq);
-      },
-      "model", {.in_axes = {std::nullopt, 1, 0}, .out_axes = {1, std::nullopt, std::nullopt}});
-
-  // Outer: one "data" row of the grid, handed the batch rows x_d and the full weights.
+  // Nested pmap over the 2 x 4 grid: the outer pmap maps "data" over the batch rows, the inner
+  // one maps "model" over the weight blocks. Device (d, m) gets x_rows f32[8, 32] (broadcast over
+  // "model"), w1_block f32[32, 16] (in_axes 1 of W1 viewed as [32, 4, 16]) and w2_block
+  // f32[16, 32] (in_axes 0 of W2 viewed as [4, 16, 32]).
   auto forward = spmd::pmap(
-      [&](const Array& x_rows, const Array& w1, const Array& w2) {
-        auto [y_blocks, h_rows, sum_sq] =
-            model_parallel(x_rows, w1.reshape({kIn, kModel, kHidden / kModel}),
-                           w2.reshape({kModel, kHidden / kModel, kOut}));
-        // y_blocks f32[8, 4, 8]: the column blocks side by side are the full rows of y.
-        return std::make_tuple(y_blocks.reshape({-1, kOut}), h_rows, sum_sq);
-      },
+      spmd::pmap(
+          [](const Array& x_rows, const Array& w1_block, const Array& w2_block) {
+            Array h = spmd::tanh(spmd::matmul(x_rows, w1_block));                     // f32[8, 16]
+            Array h_rows = spmd::all_gather(h, "model", {.axis = 1, .tiled = true});  // f32[8, 64]
+            Array partial = spmd::matmul(h, w2_block);                                // f32[8, 32]
+            // f32[8, 8]: the summed partials, column block m of them on device (d, m).
+            Array y = spmd::psum_scatter(partial, "model", {.scatter_dimension = 1, .tiled = true});
+            Array sum_sq = spmd::psum(spmd::sum(spmd::square(y)), {"data", "model"});
+            return std::make_tuple(y, h_rows, sum_sq);
+          },
+          "model", {.in_axes = {std::nullopt, 1, 0}, .out_axes = {1, std::nullopt, std::nullopt}}),
       "data", {.in_axes = {0, std::nullopt, std::nullopt}, .out_axes = {0, 0, std::nullopt}});
 
   Array keys = rnd::split(rnd::PRNGKey(4), 3);
@@ -72,7 +65,10 @@ int main() {
 
   for (uint32_t batch = 0; batch < 3; ++batch) {
     Array x = rnd::normal(rnd::fold_in(keys[2], batch), {kBatch, kIn});
-    auto [y, h, sum_sq] = forward(x.reshape({kData, kBatch / kData, kIn}), w1, w2);
+    auto [y, h, sum_sq] = forward(x.reshape({kData, kBatch / kData, kIn}),
+                                  w1.reshape({kIn, kModel, kHidden / kModel}),
+                                  w2.reshape({kModel, kHidden / kModel, kOut}));
+    // y f32[2, 8, 4, 8]: for each batch row, the column blocks side by side are the row of y.
     y = y.reshape({kBatch, kOut});
     h = h.reshape({kBatch, kHidden});
 
