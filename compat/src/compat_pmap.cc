@@ -51,8 +51,9 @@ void check_unmapped(const PmapPlan& plan, const Array& output, size_t o) {
 // PmapCache: building it costs a noticeable part of a small call.
 std::shared_ptr<const internal::ShardMapPlan> prepare(
     const PmapPlan& plan, const std::vector<std::optional<int>>& in_axes,
-    const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
-  uint64_t key = levels.size();
+    const std::vector<PmapLevel>& levels, bool probing, internal::PmapCache& cache) {
+  // A probing plan may use fewer devices than the plan of the same levels once they are known.
+  uint64_t key = internal::hash_combine(levels.size(), probing ? 1 : 0);
   for (const PmapLevel& l : levels) {
     key = internal::hash_combine(key, std::hash<std::string>()(l.name));
     key = internal::hash_combine(key, static_cast<uint64_t>(l.size));
@@ -66,7 +67,8 @@ std::shared_ptr<const internal::ShardMapPlan> prepare(
       return std::static_pointer_cast<const internal::ShardMapPlan>(cache.prepared);
     }
   }
-  Mesh mesh = internal::pmap::level_mesh(internal::pmap::select_devices(plan, levels), levels);
+  Mesh mesh =
+      internal::pmap::level_mesh(internal::pmap::select_devices(plan, levels, probing), levels);
   std::vector<PartitionSpec> in_specs;
   for (const std::optional<int>& k : in_axes) {
     in_specs.push_back(internal::axis_spec(k, plan.axis_name));
@@ -95,8 +97,10 @@ std::shared_ptr<const internal::ShardMapPlan> prepare(
 std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
                            std::span<const int> positions,
                            const std::vector<std::optional<int>>& in_axes, BodyRef body,
-                           const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
-  std::shared_ptr<const internal::ShardMapPlan> shard_plan = prepare(plan, in_axes, levels, cache);
+                           const std::vector<PmapLevel>& levels, bool probing,
+                           internal::PmapCache& cache) {
+  std::shared_ptr<const internal::ShardMapPlan> shard_plan =
+      prepare(plan, in_axes, levels, probing, cache);
   // The adapter keeps f's rank-reduced view (JAX's _fun): squeeze in, expand out.
   auto adapter = [&](const std::vector<Array>& blocks) {
     internal::pmap::LevelScope level(0);
@@ -134,8 +138,9 @@ std::vector<Array> run_pmap(const PmapPlan& plan, const std::vector<Array>& args
                             internal::PmapCache& cache) {
   return internal::pmap::run(
       plan, args, arg_positions, body, cache,
-      [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels) {
-        return execute(plan, args, arg_positions, in_axes, body, levels, cache);
+      [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels,
+          bool probing) {
+        return execute(plan, args, arg_positions, in_axes, body, levels, probing, cache);
       });
 }
 

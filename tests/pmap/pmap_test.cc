@@ -3,6 +3,7 @@
 // shard_map), plus nested pmap, donation, and JAX's deprecated helpers.
 #include "spmd/pmap.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "test_util.h"
@@ -234,6 +235,25 @@ TEST_P(Pmap, NestedAxisSwapAndCollectivesOverBothAxes) {
   EXPECT_ARRAY_EQ(sums(iarange(8, {2, 4})), ints(expected, {2, 4, 4}));
 }
 
+TEST_P(Pmap, NestedWithOuterDevicesCoversTheGrid) {
+  // The outer pmap's devices are the whole 2 x 4 grid (outer axis major), learnt on the first call.
+  std::vector<Device> reversed = devices();
+  std::reverse(reversed.begin(), reversed.end());
+  auto body = [](const Array& y) { return y * 10 + axis_index({"i", "j"}) + psum(y, "i"); };
+  auto on_reversed = pmap(pmap(body, "j"), "i", {.devices = reversed});
+  auto on_default = pmap(pmap(body, "j"), "i");
+  Array x = iarange(8, {2, 4});
+  for (int call = 0; call < 2; ++call) {  // discovery, then cached levels
+    Array y = on_reversed(x);
+    EXPECT_ARRAY_EQ(y, on_default(x));
+    EXPECT_EQ(y.addressable_shards()[0].device.id, reversed[0].id);
+  }
+  auto too_few = pmap(pmap(body, "j"), "i", {.devices = first(4)});
+  for (int call = 0; call < 2; ++call) {
+    expect_error<ValueError>([&] { too_few(x); }, {"Got axis_size=8, num_local_devices=4."});
+  }
+}
+
 TEST_P(Pmap, NestedErrors) {
   auto inner_devices = pmap([](const Array& y) { return y; }, "j", {.devices = first(2)});
   auto outer = pmap([&](const Array& x) { return inner_devices(x); }, "i");
@@ -287,10 +307,12 @@ TEST_P(Pmap, C42C43C45SizeErrors) {
   expect_error<ValueError>([&] { unmapped(ones({4})); },
                            {"pmap must have at least one non-None value in in_axes"});
   auto all_devices = pmap([](const Array& x) { return x; }, "", {.devices = devices()});
-  expect_error<ValueError>(
-      [&] { all_devices(ones({1})); },
-      {"Leading axis size of input to pmapped function must equal the number of local devices "
-       "passed to pmap. Got axis_size=1, num_local_devices=8."});
+  for (int call = 0; call < 2; ++call) {  // the first call learns there is no inner pmap
+    expect_error<ValueError>(
+        [&] { all_devices(ones({1})); },
+        {"Leading axis size of input to pmapped function must equal the number of local devices "
+         "passed to pmap. Got axis_size=1, num_local_devices=8."});
+  }
 }
 
 TEST_P(Pmap, InconsistentSizesAndBadAxes) {

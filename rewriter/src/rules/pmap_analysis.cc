@@ -159,7 +159,14 @@ std::variant<PmapLevelInfo, std::string> read_level(const clang::CallExpr* pmap_
     level.out_axes = *axes;
   }
   if (!is_default(field(2), true)) level.devices = text_of(strip(field(2)), ctx);
-  if (!is_default(field(3), true)) level.axis_size = text_of(strip(field(3)), ctx);
+  if (!is_default(field(3), true)) {
+    const clang::Expr* size = strip(field(3));
+    level.axis_size = text_of(size, ctx);
+    // Braced into a Shape (int64_t) by the migrated code, where narrowing is an error.
+    if (!size->getType()->isSignedIntegerType()) {
+      level.axis_size = "static_cast<int64_t>(" + level.axis_size + ")";
+    }
+  }
   if (!is_default(field(4), true)) {
     auto donate = axes_list(field(4), ctx);
     if (!donate) return std::string(not_constant);
@@ -209,9 +216,14 @@ class Prover {
     if (const auto* bind = llvm::dyn_cast<clang::CXXBindTemporaryExpr>(e)) {
       return invariant(bind->getSubExpr(), depth + 1);
     }
+    // Literals, and defaulted arguments and members: the same expression on every device.
     if (llvm::isa<clang::IntegerLiteral, clang::FloatingLiteral, clang::CXXBoolLiteralExpr,
-                  clang::StringLiteral, clang::CharacterLiteral>(e)) {
+                  clang::StringLiteral, clang::CharacterLiteral, clang::CXXDefaultArgExpr,
+                  clang::CXXDefaultInitExpr, clang::ImplicitValueInitExpr>(e)) {
       return true;
+    }
+    if (const auto* init_list = llvm::dyn_cast<clang::CXXStdInitializerListExpr>(e)) {
+      return invariant(init_list->getSubExpr(), depth + 1);
     }
     if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(e)) return invariant_decl(ref, depth);
     if (const auto* member = llvm::dyn_cast<clang::MemberExpr>(e)) {

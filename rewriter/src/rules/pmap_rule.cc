@@ -139,8 +139,8 @@ std::variant<std::vector<const clang::CXXOperatorCallExpr*>, Refusal> calls_of_v
   if (var->getTypeSourceInfo() == nullptr ||
       var->getTypeSourceInfo()->getType()->getContainedAutoType() == nullptr) {
     escape.message = "the pmap callable '" + var->getNameAsString() +
-                     "' is declared with an explicit spmd::Pmapped type, which the migrated code "
-                     "cannot keep; declare it 'auto'";
+                     "' is declared with the explicit type '" + var->getType().getAsString() +
+                     "', which the migrated code (a lambda) cannot keep; declare it 'auto'";
     return escape;
   }
   struct Finder : clang::RecursiveASTVisitor<Finder> {
@@ -269,13 +269,13 @@ class SiteBuilder {
       if (auto* refusal = std::get_if<Refusal>(&out_axes)) return *refusal;
       level.out_axes = std::get<0>(out_axes);
     }
-    bool sized = !level.axis_size.empty();
-    for (const std::optional<int>& a : level.in_axes) sized = sized || a.has_value();
-    if (!sized) {
+    bool mapped = false;
+    for (const std::optional<int>& a : level.in_axes) mapped = mapped || a.has_value();
+    if (!mapped) {
       return Refusal{"pmap-options",
                      "no Array argument is mapped over axis '" + level.axis +
-                         "' and axis_size is not given, so pmap raises ValueError at the call; "
-                         "map an argument or give axis_size"};
+                         "', so pmap raises ValueError ('pmap must have at least one non-None "
+                         "value in in_axes') at every call, axis_size or not; map an argument"};
     }
     for (size_t o = 0; o < level.out_axes.size(); ++o) {
       if (level.out_axes[o] || replicated(level, o)) continue;

@@ -93,8 +93,9 @@ spmd::Array stack_output(const PmapPlan& plan, const Mesh& mesh,
 
 std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::Array>& args,
                                  const std::vector<std::optional<int>>& in_axes, BodyRef body,
-                                 const std::vector<PmapLevel>& levels, internal::PmapCache& cache) {
-  std::vector<Device> devices = internal::pmap::select_devices(plan, levels);
+                                 const std::vector<PmapLevel>& levels, bool probing,
+                                 internal::PmapCache& cache) {
+  std::vector<Device> devices = internal::pmap::select_devices(plan, levels, probing);
   Mesh mesh = internal::pmap::level_mesh(devices, levels, cache);
   CallContext call(mesh, /*manual_mask=*/0, /*check_vma=*/false, collective_timeout_s(),
                    plan.fun_name);
@@ -128,9 +129,8 @@ std::vector<spmd::Array> run_pmap(const PmapPlan& plan, const std::vector<spmd::
                                   internal::PmapCache& cache) {
   return internal::pmap::run(
       plan, args, arg_positions, body, cache,
-      [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels) {
-        return execute(plan, args, in_axes, body, levels, cache);
-      });
+      [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels,
+          bool probing) { return execute(plan, args, in_axes, body, levels, probing, cache); });
 }
 
 }  // namespace spmd::legacy

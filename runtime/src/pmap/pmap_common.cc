@@ -128,20 +128,43 @@ std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
   return out;
 }
 
-std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels) {
+namespace {
+
+int64_t grid_size(const std::vector<PmapLevel>& levels) {
   int64_t total = 1;
   for (const PmapLevel& l : levels) total *= l.size;
+  return total;
+}
+
+}  // namespace
+
+void check_device_count(const PmapPlan& plan, const std::vector<PmapLevel>& levels) {
+  int64_t total = grid_size(levels);
+  if (!plan.options.devices || static_cast<int64_t>(plan.options.devices->size()) == total) {
+    return;
+  }
+  const std::vector<Device>& given = *plan.options.devices;
+  std::string names;
+  for (const Device& d : given) names += (names.empty() ? "" : ", ") + d.str();
+  throw ValueError(fmt::format(
+      "Leading axis size of input to pmapped function must equal the number of local devices "
+      "passed to pmap. Got axis_size={}, num_local_devices={}.\n(Local devices available to "
+      "pmap: {})",
+      total, given.size(), names));
+}
+
+std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels,
+                                   bool probing) {
+  int64_t total = grid_size(levels);
   if (plan.options.devices) {
-    const std::vector<Device>& given = *plan.options.devices;
-    if (static_cast<int64_t>(given.size()) != total) {
-      std::string names;
-      for (const Device& d : given) names += (names.empty() ? "" : ", ") + d.str();
-      throw ValueError(fmt::format(
-          "Leading axis size of input to pmapped function must equal the number of local devices "
-          "passed to pmap. Got axis_size={}, num_local_devices={}.\n(Local devices available to "
-          "pmap: {})",
-          total, given.size(), names));
+    std::vector<Device> given = *plan.options.devices;
+    int64_t count = static_cast<int64_t>(given.size());
+    // An outer pmap's devices cover the whole nest, whose inner sizes a probing call learns.
+    if (probing && count > total && count % total == 0) {
+      given.resize(static_cast<size_t>(total));
+      return given;
     }
+    check_device_count(plan, levels);
     return given;
   }
   std::vector<Device> all = devices();
@@ -245,12 +268,12 @@ uint64_t cache_key(const std::vector<Array>& args) {
   return key;
 }
 
-std::vector<PmapLevel> cached_levels(PmapCache& cache, uint64_t key) {
+std::optional<std::vector<PmapLevel>> cached_levels(PmapCache& cache, uint64_t key) {
   std::lock_guard<std::mutex> lock(cache.mu);
   for (const auto& [k, levels] : cache.inner_levels) {
     if (k == key) return levels;
   }
-  return {};
+  return std::nullopt;
 }
 
 void remember_levels(PmapCache& cache, uint64_t key, const std::vector<PmapLevel>& levels) {

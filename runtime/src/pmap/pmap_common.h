@@ -50,8 +50,14 @@ std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
                                                  const std::vector<Array>& outputs);
 
 // The devices of a call with the given levels (outer first): options.devices or the first
-// devices, with legacy's errors when there are too few or the count does not match.
-std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels);
+// devices, with legacy's errors when there are too few or the count does not match. `probing`:
+// inner levels may still be undiscovered, so options.devices may cover a larger grid than
+// `levels`; a prefix of it is used until the levels are known (check_device_count then checks).
+std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels,
+                                   bool probing);
+
+// Legacy's error when options.devices does not match the grid of every level (once known).
+void check_device_count(const PmapPlan& plan, const std::vector<PmapLevel>& levels);
 
 // The mesh of a call: one axis per level (the last one is kept in `cache`: building and validating
 // a Mesh costs as much as a small call).
@@ -63,14 +69,15 @@ Mesh level_mesh(const std::vector<Device>& devices, const std::vector<PmapLevel>
 std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& args,
                               std::span<const int> positions, BodyRef body);
 
-// Runs `execute(levels)` for the top-level call, rerunning on a larger grid whenever the body
-// discovers an inner pmap, and remembering the levels in `cache`.
+// Runs `execute(levels, probing)` for the top-level call, rerunning on a larger grid whenever the
+// body discovers an inner pmap, and remembering the levels in `cache` (`probing` until they are
+// known for these argument types).
 template <class Execute>
 std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& args, int64_t size,
                                PmapCache& cache, Execute&& execute);
 
 // The flow both implementations share: a call inside a body is a nested pmap; otherwise check
-// the arguments, run `execute(in_axes, levels)` (rerunning on a larger grid when the body
+// the arguments, run `execute(in_axes, levels, probing)` (rerunning on a larger grid when the body
 // discovers an inner pmap), and delete donated arguments.
 template <class Execute>
 std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
@@ -80,9 +87,10 @@ std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
   std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
   int64_t size = mapped_size(plan, args, positions, in_axes);
   check_donation(plan.options.donate_argnums, positions);
-  std::vector<Array> results =
-      with_levels(plan, args, size, cache,
-                  [&](const std::vector<PmapLevel>& levels) { return execute(in_axes, levels); });
+  std::vector<Array> results = with_levels(
+      plan, args, size, cache, [&](const std::vector<PmapLevel>& levels, bool probing) {
+        return execute(in_axes, levels, probing);
+      });
   donate(plan.options.donate_argnums, args, positions);
   return results;
 }
@@ -107,7 +115,8 @@ uint64_t cache_key(const std::vector<Array>& args);
 
 // ---- template implementation ----
 
-std::vector<PmapLevel> cached_levels(PmapCache& cache, uint64_t key);
+// The inner levels remembered for `key`; nullopt until a call with those argument types completed.
+std::optional<std::vector<PmapLevel>> cached_levels(PmapCache& cache, uint64_t key);
 void remember_levels(PmapCache& cache, uint64_t key, const std::vector<PmapLevel>& levels);
 
 template <class Execute>
@@ -115,10 +124,16 @@ std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& a
                                PmapCache& cache, Execute&& execute) {
   uint64_t key = cache_key(args);
   std::vector<PmapLevel> levels{PmapLevel{plan.axis_name, size}};
-  for (const PmapLevel& inner : cached_levels(cache, key)) levels.push_back(inner);
+  std::optional<std::vector<PmapLevel>> known = cached_levels(cache, key);
+  if (known) levels.insert(levels.end(), known->begin(), known->end());
   for (;;) {
     try {
-      return execute(levels);
+      std::vector<Array> results = execute(levels, !known.has_value());
+      if (!known) {
+        remember_levels(cache, key, {levels.begin() + 1, levels.end()});
+        check_device_count(plan, levels);
+      }
+      return results;
     } catch (const NestedDiscovery& discovery) {
       levels.push_back(discovery.level);
       remember_levels(cache, key, {levels.begin() + 1, levels.end()});
