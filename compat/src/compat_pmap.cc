@@ -136,12 +136,12 @@ std::vector<Array> run_pmap(const PmapPlan& plan, const std::vector<Array>& args
                             std::span<const int> arg_positions, BodyRef body,
                             int /*num_outputs: counted when the body returns*/,
                             internal::PmapCache& cache) {
-  return internal::pmap::run(
-      plan, args, arg_positions, body, cache,
-      [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels,
-          bool probing) {
-        return execute(plan, args, arg_positions, in_axes, body, levels, probing, cache);
-      });
+  return internal::pmap::run(plan, args, arg_positions, body, cache,
+                             [&](const std::vector<std::optional<int>>& in_axes,
+                                 const std::vector<PmapLevel>& levels, bool probing) {
+                               return execute(plan, args, arg_positions, in_axes, body, levels,
+                                              probing, cache);
+                             });
 }
 
 }  // namespace spmd::compat

@@ -87,8 +87,8 @@ std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
   std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
   int64_t size = mapped_size(plan, args, positions, in_axes);
   check_donation(plan.options.donate_argnums, positions);
-  std::vector<Array> results = with_levels(
-      plan, args, size, cache, [&](const std::vector<PmapLevel>& levels, bool probing) {
+  std::vector<Array> results =
+      with_levels(plan, args, size, cache, [&](const std::vector<PmapLevel>& levels, bool probing) {
         return execute(in_axes, levels, probing);
       });
   donate(plan.options.donate_argnums, args, positions);
