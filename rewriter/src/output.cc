@@ -44,6 +44,22 @@ std::string find_conflict(const std::vector<Edit>& edits) {
   return "";
 }
 
+// `replacements` with their line ends written "\r\n", for a file that uses them: the generated
+// code (and the inserted includes) must not mix line ends into it.
+clang::tooling::Replacements with_crlf(const clang::tooling::Replacements& replacements) {
+  clang::tooling::Replacements out;
+  for (const clang::tooling::Replacement& r : replacements) {
+    std::string text;
+    for (char c : r.getReplacementText()) {
+      if (c == '\n' && (text.empty() || text.back() != '\r')) text += '\r';
+      text += c;
+    }
+    llvm::consumeError(
+        out.add(clang::tooling::Replacement(r.getFilePath(), r.getOffset(), r.getLength(), text)));
+  }
+  return out;
+}
+
 // Applies one file's edits and includes; fills plan.updated / plan.replacements or an error.
 void plan_file(const std::string& path, std::vector<Edit> edits,
                const std::set<std::string>& headers, Plan& plan) {
@@ -89,6 +105,7 @@ void plan_file(const std::string& path, std::vector<Edit> edits,
     plan.errors.push_back(path + ": " + llvm::toString(cleaned.takeError()));
     return;
   }
+  if (code.find("\r\n") != std::string::npos) cleaned = with_crlf(*cleaned);
   llvm::Expected<std::string> result = clang::tooling::applyAllReplacements(code, *cleaned);
   if (!result) {
     plan.errors.push_back(path + ": " + llvm::toString(result.takeError()));

@@ -67,27 +67,28 @@ std::optional<std::vector<const clang::Expr*>> list_elements(const clang::Expr* 
   return std::nullopt;
 }
 
-// An in_axes/out_axes entry: an integer constant or std::nullopt.
-std::optional<std::optional<int>> axis_entry(const clang::Expr* e, clang::ASTContext& ctx) {
+// Reads an in_axes/out_axes entry, an integer constant or std::nullopt, into `out`; false when it
+// is neither.
+bool axis_entry(const clang::Expr* e, clang::ASTContext& ctx, std::optional<int>& out) {
   const clang::Expr* value = strip(e);
   std::string type = value->getType().getCanonicalType().getAsString();
-  if (type.find("nullopt_t") != std::string::npos) return std::optional<int>();
-  clang::Expr::EvalResult result;
-  if (value->EvaluateAsInt(result, ctx)) {
-    return std::optional<int>(static_cast<int>(result.Val.getInt().getExtValue()));
+  if (type.find("nullopt_t") != std::string::npos) {
+    out = std::nullopt;
+    return true;
   }
-  return std::nullopt;
+  clang::Expr::EvalResult result;
+  if (!value->EvaluateAsInt(result, ctx)) return false;
+  out = static_cast<int>(result.Val.getInt().getExtValue());
+  return true;
 }
 
 std::optional<std::vector<std::optional<int>>> axes_list(const clang::Expr* e,
                                                          clang::ASTContext& ctx) {
   std::optional<std::vector<const clang::Expr*>> elements = list_elements(e);
   if (!elements) return std::nullopt;
-  std::vector<std::optional<int>> out;
-  for (const clang::Expr* element : *elements) {
-    std::optional<std::optional<int>> entry = axis_entry(element, ctx);
-    if (!entry) return std::nullopt;
-    out.push_back(*entry);
+  std::vector<std::optional<int>> out(elements->size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!axis_entry((*elements)[i], ctx, out[i])) return std::nullopt;
   }
   return out;
 }

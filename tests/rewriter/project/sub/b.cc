@@ -1,3 +1,3 @@
-#include "shared.h"
+#include "../shared.h"
 
 spmd::Array b(const spmd::Array& x) { return centered(x) * scaled(x, 3); }
