@@ -4,7 +4,7 @@
 #                            LibTooling for spmd-migrate)
 set -euo pipefail
 
-packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev libopenmpi-dev openmpi-bin
+packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
           clang-14 llvm-14-dev libclang-14-dev libclang-cpp14-dev clang-tools-14)
 
 missing=()

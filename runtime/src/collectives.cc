@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -230,6 +231,28 @@ Array pmin(const Array& x, AxisNames axes, ReduceOptions options) {
   return internal::reduce(CollectiveKind::kPmin, ReduceKind::kMin, x, axes, options, "pmin");
 }
 
+namespace {
+
+// JAX's _axis_index_of_val: the smallest position whose x equals the reduced value `best`.
+Array position_of(const Array& x, const Array& best, const AxisNames& axis, const char* api) {
+  if (axis.names().size() != 1) {
+    throw TypeError(fmt::format(
+        "{} only accepts a single axis, got {}; reduce over one axis at a time", api, axis.str()));
+  }
+  Array found = where(equal(x, best), axis_index(axis), std::numeric_limits<int32_t>::max());
+  return pmin(found, axis);
+}
+
+}  // namespace
+
+Array pargmax(const Array& x, AxisNames axis) {
+  return position_of(x, pmax(x, axis), axis, "pargmax");
+}
+
+Array pargmin(const Array& x, AxisNames axis) {
+  return position_of(x, pmin(x, axis), axis, "pargmin");
+}
+
 Array pmean(const Array& x, AxisNames axes, ReduceOptions options) {
   // Each device divides by its own group's size (JAX uses len(groups[0]) even for uneven groups).
   int64_t n = 1;
@@ -296,7 +319,13 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
                     "shard_count {}",
                     s, g));
   }
-  Array in = internal::local(x.dtype() == DType::kBool ? astype(x, DType::kInt32) : x);
+  if (x.dtype() == DType::kBool) {
+    // JAX reduces with add, which rejects bool (unlike psum, which sums bool as int32).
+    throw TypeError(
+        "psum_scatter: add does not accept dtype bool at position 0; cast the operand first, "
+        "e.g. psum_scatter(x.astype(DType::kInt32), ...)");
+  }
+  Array in = internal::local(x);
   internal::OpSignature sig = internal::signature(CollectiveKind::kPsumScatter, in);
   sig.params[0] = d;
   sig.params[1] = options.tiled;
@@ -338,16 +367,26 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
 }  // namespace
 }  // namespace internal
 
-Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> perm) {
-  Bound b = internal::bind(axes, "ppermute");
+namespace {
+
+// JAX numbers ppermute positions in mesh order whatever order the caller lists the axes in (0.10
+// silently; later versions raise this error rather than permute otherwise than written).
+void check_mesh_order(const Bound& b, const AxisNames& axes, const char* api) {
   for (size_t i = 1; i < b.axes.size(); ++i) {
     if (b.axes[i] < b.axes[i - 1]) {
-      throw RuntimeError(fmt::format(
-          "Make sure that the axis_name passed to spmd::ppermute is in the same order as the "
-          "axis_names declared on the mesh: got {}, but the mesh declares {}.",
-          axes.str(), b.ctx->call->mesh().names_str()));
+      throw RuntimeError(
+          fmt::format("Make sure that the axis_name passed to spmd::{} is in the same order as the "
+                      "axis_names declared on the mesh: got {}, but the mesh declares {}.",
+                      api, axes.str(), b.ctx->call->mesh().names_str()));
     }
   }
+}
+
+}  // namespace
+
+Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> perm) {
+  Bound b = internal::bind(axes, "ppermute");
+  check_mesh_order(b, axes, "ppermute");
   std::string given;
   for (auto [s, d] : perm) given += fmt::format("{}({}, {})", given.empty() ? "" : ", ", s, d);
   given = "(" + given + (perm.size() == 1 ? ",)" : ")");
@@ -370,6 +409,7 @@ Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> 
 
 Array pshuffle(const Array& x, AxisNames axes, std::vector<int> perm) {
   Bound b = internal::bind(axes, "pshuffle");
+  check_mesh_order(b, axes, "pshuffle");
   std::vector<int> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   bool valid = true;

@@ -324,7 +324,9 @@ TEST_P(Pmap, InconsistentSizesAndBadAxes) {
   expect_error<ValueError>([&] { g(arange(4)); },
                            {"pmap was requested to map its argument along axis 2"});
   auto h = pmap([](const Array& x) { return x; }, "", {.out_axes = {3}});
-  expect_error<ValueError>([&] { h(arange(4)); }, {"pmap out_axes[0] is 3, out of bounds"});
+  expect_error<ValueError>(
+      [&] { h(arange(4)); },
+      {"pmap out_axes[0] is 3: axis 3 is out of bounds for array of dimension 1"});
 }
 
 // ---- donation ----

@@ -88,6 +88,24 @@ TEST_P(Collectives, C16Pshuffle) {
   EXPECT_ARRAY_EQ(f(arange(4) * 10), ints({30, 0, 10, 20}));
 }
 
+TEST_P(Collectives, PargmaxPargminGiveTheSmallestPositionOfTheExtremum) {
+  // Per element over 4 devices: [3, 1], [5, 1], [5, 0], [2, 0] -> max at 1 (tie 1, 2), min at 3.
+  Array x = floats({3, 1, 5, 1, 5, 0, 2, 0}, {4, 2});
+  auto argmax = pmap([](const Array& b) { return pargmax(b, "i"); }, 4);
+  auto argmin = pmap([](const Array& b) { return pargmin(b, "i"); }, 4);
+  EXPECT_ARRAY_EQ(argmax(x), ints({1, 0, 1, 0, 1, 0, 1, 0}, {4, 2}));
+  EXPECT_ARRAY_EQ(argmin(x), ints({3, 2, 3, 2, 3, 2, 3, 2}, {4, 2}));
+  auto nan = pmap([](const Array& b) { return pargmax(b, "i"); }, 2);
+  EXPECT_ARRAY_EQ(nan(floats({1, NAN})), ints({INT32_MAX, INT32_MAX}));
+  auto two_axes = shard_map(
+      [](const Array& b) {
+        return pargmin(b, {"i", "j"});
+      },
+      mesh({2, 2}, {"i", "j"}), P({"i", "j"}), P({"i", "j"}));
+  expect_error<TypeError>([&] { two_axes(arange(4)); },
+                          {"pargmin only accepts a single axis, got ('i', 'j')"});
+}
+
 TEST_P(Collectives, C17C18C19AllGather) {
   Array x = iarange(8, {4, 2});
   auto stacked = pmap([](const Array& b) { return all_gather(b, "i"); }, 4);
@@ -237,6 +255,11 @@ TEST_P(Collectives, GroupedPsumUnderCheckVmaIsSupported) {
   auto mean = shard_map([=](const Array& b) { return pmean(b, "i", groups); }, mesh({4}, {"i"}),
                         P("i"), P("i"));
   EXPECT_ARRAY_EQ(mean(arange(4)), floats({0.5f, 0.5f, 2.5f, 2.5f}));
+  // JAX 0.10 types a grouped pmax/pmin invariant, so out_specs P() silently returns the first
+  // group's value; spmd keeps it varying like the grouped psum.
+  auto max_replicated = shard_map([=](const Array& b) { return pmax(b, "i", groups); },
+                                  mesh({4}, {"i"}), P("i"), P());
+  expect_error<ValueError>([&] { max_replicated(arange(4)); }, {"could not infer replication"});
 }
 
 TEST_P(Collectives, UnevenGroupsDivideByTheirOwnSize) {
@@ -314,6 +337,27 @@ TEST_P(Collectives, S35PpermuteAxesOutOfMeshOrder) {
   expect_error<RuntimeError>([&] { f(arange(4)); },
                              {"Make sure that the axis_name passed to spmd::ppermute is in the "
                               "same order as the axis_names declared on the mesh"});
+}
+
+TEST_P(Collectives, PshuffleAxesOutOfMeshOrder) {
+  auto f = shard_map(
+      [](const Array& b) {
+        return pshuffle(b, {"j", "i"}, {1, 2, 3, 0});
+      },
+      mesh({2, 2}, {"i", "j"}), P({"j", "i"}), P({"j", "i"}));
+  expect_error<RuntimeError>([&] { f(arange(4)); },
+                             {"axis_name passed to spmd::pshuffle is in the same order as the "
+                              "axis_names declared on the mesh"});
+}
+
+TEST_P(Collectives, PsumScatterRejectsBool) {
+  // JAX reduces with add, which rejects bool (psum itself sums bool as int32).
+  auto f = pmap([](const Array& b) { return psum_scatter(b, "i", {.tiled = true}); }, 2);
+  expect_error<TypeError>(
+      [&] {
+        f(Array::from_vector<bool>({true, false, true, true}, Shape{2, 2}));
+      },
+      {"add does not accept dtype bool"});
 }
 
 TEST_P(Collectives, S38S39SizeErrors) {

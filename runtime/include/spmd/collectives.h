@@ -88,6 +88,11 @@ Array pmean(const Array& x, AxisNames axes, ReduceOptions options = {});
 Array pmax(const Array& x, AxisNames axes, ReduceOptions options = {});
 Array pmin(const Array& x, AxisNames axes, ReduceOptions options = {});
 
+// For each element, the smallest group position holding the maximum (minimum) over the group, as
+// int32 (JAX's pargmax / pargmin; a NaN anywhere gives INT32_MAX). Exactly one axis name.
+Array pargmax(const Array& x, AxisNames axis);
+Array pargmin(const Array& x, AxisNames axis);
+
 // Untiled: stacks every position's x along a new dimension `axis`; tiled: concatenates along
 // existing dimension `axis`.
 Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options = {});

@@ -119,9 +119,9 @@ std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
     int rank = outputs[o].ndim() + 1;  // the stacked output
     if (*k < -rank || *k >= rank) {
       throw ValueError(fmt::format(
-          "pmap out_axes[{}] is {}, out of bounds for the stacked output of rank {} (the body "
-          "returned {}); give an axis in [{}, {}).",
-          o, *k, rank, long_type(outputs[o]), -rank, rank));
+          "pmap out_axes[{}] is {}: axis {} is out of bounds for array of dimension {} (the "
+          "stacked output; the body returned {}); give an axis in [{}, {}).",
+          o, *k, *k, rank, long_type(outputs[o]), -rank, rank));
     }
     out[o] = *k < 0 ? *k + rank : *k;
   }

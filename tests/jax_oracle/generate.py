@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Regenerates the JAX oracle corpus in tests/jax_oracle/corpus/ (read by oracle_test.cc).
+
+Usage: tests/jax_oracle/generate.py [--only NAME ...] [--seed N]
+
+Each corpus file is produced by real JAX in its own virtual environment, created on first use:
+  shard_map.json    jax.shard_map                       .venv-oracle         (jax 0.10.2)
+  pmap.json         jax.pmap (shard_map-based, current) .venv-oracle         (jax 0.10.2)
+  legacy_pmap.json  jax.pmap (legacy implementation)    .venv-oracle-legacy  (jax 0.7.2)
+  prng.json         jax.random keys and float32 bits    .venv-oracle         (jax 0.10.2)
+The cases are random but seeded: the same versions and seed give the same files. The case format
+and the body language are described in tests/jax_oracle/README.md.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, "corpus")
+# Newest jax that installs on Debian 12's Python 3.11, and the last one with the legacy pmap.
+VENVS = {"current": (".venv-oracle", "0.10.2"), "legacy": (".venv-oracle-legacy", "0.7.2")}
+# Corpus file -> (venv, number of value cases, number of error cases).
+SUITES = {
+    "shard_map": ("current", 1200, 80),
+    "pmap": ("current", 500, 30),
+    "legacy_pmap": ("legacy", 500, 30),
+    "prng": ("current", 300, 0),
+}
+
+
+def venv_python(kind):
+  """The venv's interpreter, creating the venv with the pinned jax if needed."""
+  name, version = VENVS[kind]
+  venv = os.path.join(REPO, name)
+  python = os.path.join(venv, "bin", "python")
+  if not os.path.exists(python):
+    subprocess.check_call([sys.executable, "-m", "venv", venv])
+    subprocess.check_call(
+        [python, "-m", "pip", "install", "-q", f"jax=={version}", f"jaxlib=={version}"])
+  return python
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--only", nargs="*", choices=sorted(SUITES), default=sorted(SUITES))
+  parser.add_argument("--seed", type=int, default=20261202)
+  args = parser.parse_args()
+  os.makedirs(CORPUS, exist_ok=True)
+  for suite in args.only:
+    kind, values, errors = SUITES[suite]
+    out = os.path.join(CORPUS, f"{suite}.json")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    subprocess.check_call([venv_python(kind), os.path.join(HERE, "oracle.py"), suite, out,
+                           str(args.seed), str(values), str(errors)], env=env)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,366 @@
+// Differential conformance against real JAX: runs every case of tests/jax_oracle/corpus/*.json
+// (produced by generate.py with jax 0.10.2 and 0.7.2) with spmd and compares the result.
+//
+// Values: integers and bools exactly; floats exactly when the case's inputs make every result
+// exactly representable ("exact": true), else within kInexactUlps. Errors: the same exception
+// class and JAX's key phrase in spmd's message. A case carrying an "spmd" object is a deliberate
+// difference: its "reason" says why, and spmd's expected result there replaces JAX's.
+//
+// The body language (steps applied to the first argument's block) is described in README.md and
+// implemented for JAX in oracle.py.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "spmd/pmap.h"
+#include "spmd/random.h"
+#include "spmd/spmd.h"
+
+namespace spmd {
+namespace {
+
+using Json = nlohmann::json;
+
+// Results of inexact float cases may differ by this many units in the last place: JAX/XLA and
+// spmd sum up to 8 device values in different orders.
+constexpr int64_t kInexactUlps = 4;
+
+const Json& suite(const std::string& name) {
+  static std::map<std::string, Json> loaded;
+  auto it = loaded.find(name);
+  if (it == loaded.end()) {
+    std::ifstream in(std::string(SPMD_ORACLE_CORPUS_DIR) + "/" + name + ".json");
+    if (!in) throw std::runtime_error("cannot read the oracle corpus file " + name + ".json");
+    it = loaded.emplace(name, Json::parse(in)).first;
+  }
+  return it->second;
+}
+
+struct CaseRef {
+  std::string suite;
+  size_t index;
+};
+
+void PrintTo(const CaseRef& ref, std::ostream* os) { *os << ref.suite << "#" << ref.index; }
+
+std::vector<CaseRef> cases_of(const std::string& name) {
+  std::vector<CaseRef> refs;
+  for (size_t i = 0; i < suite(name)["cases"].size(); ++i) refs.push_back({name, i});
+  return refs;
+}
+
+const Json& case_json(const CaseRef& ref) { return suite(ref.suite)["cases"][ref.index]; }
+
+std::string case_name(const testing::TestParamInfo<CaseRef>& info) {
+  return "case" + case_json(info.param)["id"].get<std::string>();
+}
+
+// ---- arrays ----
+
+DType parse_dtype(const std::string& name) {
+  for (DType dt : {DType::kBool, DType::kInt32, DType::kInt64, DType::kUInt32, DType::kFloat16,
+                   DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    if (dtype_name(dt) == name) return dt;
+  }
+  throw std::runtime_error("unknown dtype in the corpus: " + name);
+}
+
+Array decode(const Json& j) {
+  Shape shape = j["shape"].get<Shape>();
+  DType dt = parse_dtype(j["dtype"]);
+  if (dt == DType::kUInt32)
+    return Array::from_vector(j["data"].get<std::vector<uint32_t>>(), shape);
+  if (is_floating(dt)) {
+    return Array::from_vector(j["data"].get<std::vector<float>>(), shape).astype(dt);
+  }
+  return Array::from_vector(j["data"].get<std::vector<int32_t>>(), shape).astype(dt);
+}
+
+// Distance in units in the last place between two float32 values (bfloat16: its own ulps).
+int64_t ulps(float a, float b, DType dt) {
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  auto ordered = [](float f) {
+    int64_t bits = std::bit_cast<uint32_t>(f);
+    return bits & 0x80000000 ? 0x80000000 - bits : bits;
+  };
+  int64_t d = std::llabs(ordered(a) - ordered(b));
+  return dt == DType::kBFloat16 ? d >> 16 : d;
+}
+
+// The largest ulp distance seen in inexact cases, printed at the end (the bound's headroom).
+int64_t max_ulps_seen = 0;
+
+class ReportUlps : public testing::Environment {
+ public:
+  void TearDown() override {
+    std::printf("oracle: largest difference in inexact cases: %lld ulp (bound %lld)\n",
+                static_cast<long long>(max_ulps_seen), static_cast<long long>(kInexactUlps));
+  }
+};
+const testing::Environment* const kReportUlps = testing::AddGlobalTestEnvironment(new ReportUlps);
+
+void expect_equal(const Array& got, const Json& want, bool exact) {
+  ASSERT_EQ(dtype_name(got.dtype()), want["dtype"].get<std::string>());
+  ASSERT_EQ(got.shape(), want["shape"].get<Shape>());
+  const Json& data = want["data"];
+  if (!is_floating(got.dtype())) {
+    std::vector<int64_t> v = got.to_vector<int64_t>();
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], data[i].get<int64_t>()) << "at " << i;
+    return;
+  }
+  std::vector<float> v = got.to_vector<float>();
+  int64_t bound = exact ? 0 : kInexactUlps;
+  for (size_t i = 0; i < v.size(); ++i) {
+    float w = data[i].get<float>();
+    max_ulps_seen = std::max(max_ulps_seen, ulps(v[i], w, got.dtype()));
+    ASSERT_LE(ulps(v[i], w, got.dtype()), bound) << "at " << i << ": " << v[i] << " vs " << w;
+  }
+}
+
+// ---- the body language ----
+
+AxisNames axes_of(const Json& step) {
+  return AxisNames(step["axes"].get<std::vector<std::string>>());
+}
+
+AxisIndexGroups groups_of(const Json& step) {
+  return step.contains("groups") ? step["groups"].get<AxisIndexGroups>() : AxisIndexGroups{};
+}
+
+Array apply_step(const Json& s, const Array& v, const std::vector<Array>& args) {
+  const std::string op = s["op"];
+  if (op == "psum") return psum(v, axes_of(s), {groups_of(s)});
+  if (op == "pmean") return pmean(v, axes_of(s), {groups_of(s)});
+  if (op == "pmax") return pmax(v, axes_of(s), {groups_of(s)});
+  if (op == "pmin") return pmin(v, axes_of(s), {groups_of(s)});
+  if (op == "all_gather") {
+    return all_gather(v, axes_of(s),
+                      {.axis = s["axis"], .tiled = s["tiled"], .axis_index_groups = groups_of(s)});
+  }
+  if (op == "psum_scatter") {
+    return psum_scatter(
+        v, axes_of(s),
+        {.scatter_dimension = s["dim"], .tiled = s["tiled"], .axis_index_groups = groups_of(s)});
+  }
+  if (op == "all_to_all") {
+    return all_to_all(v, axes_of(s), s["split"], s["concat"],
+                      {.tiled = s["tiled"], .axis_index_groups = groups_of(s)});
+  }
+  if (op == "ppermute")
+    return ppermute(v, axes_of(s), s["perm"].get<std::vector<std::pair<int, int>>>());
+  if (op == "pshuffle") return pshuffle(v, axes_of(s), s["perm"].get<std::vector<int>>());
+  if (op == "pargmax") return pargmax(v, axes_of(s));
+  if (op == "pargmin") return pargmin(v, axes_of(s));
+  if (op == "add_axis_index") return v + axis_index(axes_of(s));
+  if (op == "mul_axis_size") return v * axis_size(axes_of(s));
+  if (op == "add_arg1") return v + args.at(1);
+  if (op == "pvary") return pcast(v, axes_of(s), To::kVarying);
+  throw std::runtime_error("unknown op in the corpus: " + op);
+}
+
+Array run_body(const Json& steps, const std::vector<Array>& args) {
+  Array v = args[0];
+  for (const Json& s : steps) v = apply_step(s, v, args);
+  return v;
+}
+
+// Calls `mapped` with the case's one or two inputs.
+template <class Mapped>
+Array call(const Mapped& mapped, const std::vector<Array>& inputs) {
+  return inputs.size() == 1 ? Array(mapped(inputs[0])) : Array(mapped(inputs[0], inputs[1]));
+}
+
+// A body for one or two arguments.
+auto body_of(const Json& steps) {
+  return [&steps](const auto&... blocks) { return run_body(steps, {blocks...}); };
+}
+
+// ---- shard_map ----
+
+PartitionSpec spec_of(const Json& j) {
+  std::vector<PartitionSpec::Entry> entries;
+  for (const Json& e : j) {
+    if (e.is_null()) {
+      entries.emplace_back(None);
+    } else if (e.is_string()) {
+      entries.emplace_back(e.get<std::string>());
+    } else {
+      entries.emplace_back(e.get<std::vector<std::string>>());
+    }
+  }
+  return PartitionSpec(std::move(entries));
+}
+
+Array run_shard_map(const Json& c, const std::vector<Array>& inputs) {
+  Mesh mesh = make_mesh(c["mesh"]["sizes"].get<Shape>(), c["mesh"]["names"]);
+  std::vector<PartitionSpec> in_specs;
+  for (const Json& s : c["in_specs"]) in_specs.push_back(spec_of(s));
+  auto f = shard_map(body_of(c["body"]), mesh, Specs(in_specs), spec_of(c["out_spec"]),
+                     {.check_vma = c["check_vma"], .name = "body"});
+  return call(f, inputs);
+}
+
+// ---- pmap ----
+
+std::vector<MapAxis> map_axes(const Json& j) {
+  std::vector<MapAxis> axes;
+  for (const Json& a : (j.is_array() ? j : Json::array({j}))) {
+    axes.push_back(a.is_null() ? MapAxis(std::nullopt) : MapAxis(a.get<int>()));
+  }
+  return axes;
+}
+
+PmapOptions pmap_options(const Json& level) {
+  PmapOptions o{.in_axes = map_axes(level["in_axes"]), .out_axes = map_axes(level["out_axes"])};
+  if (level.contains("devices")) {
+    std::vector<Device> devs;
+    for (int d : level["devices"]) devs.push_back(devices().at(d));
+    o.devices = devs;
+  }
+  if (level.contains("axis_size")) o.axis_size = level["axis_size"].get<int64_t>();
+  return o;
+}
+
+template <class F>
+auto make_pmap(bool legacy_impl, F f, const Json& level) {
+  return legacy_impl ? legacy::pmap(std::move(f), level["axis_name"], pmap_options(level))
+                     : compat::pmap(std::move(f), level["axis_name"], pmap_options(level));
+}
+
+Array run_pmap(const Json& c, const std::vector<Array>& inputs, bool legacy_impl) {
+  const Json& levels = c["levels"];
+  if (levels.size() == 1)
+    return call(make_pmap(legacy_impl, body_of(c["body"]), levels[0]), inputs);
+  auto inner = make_pmap(legacy_impl, body_of(c["body"]), levels[1]);
+  auto outer_body = [&inner](const auto&... blocks) { return Array(inner(blocks...)); };
+  return call(make_pmap(legacy_impl, outer_body, levels[0]), inputs);
+}
+
+// ---- jax.random ----
+
+Array run_prng(const Json& c) {
+  using namespace random;  // NOLINT: mirrors jax.random
+  Array key = PRNGKey(c["seed"].get<int64_t>());
+  const std::string op = c["op"];
+  if (op == "key") return key;
+  if (op == "split") return split(key, c["num"].get<int64_t>());
+  if (op == "fold_in") return fold_in(key, c["data"].get<uint32_t>());
+  Shape shape = c["shape"].get<Shape>();
+  if (op == "bits") return bits(key, shape);
+  Array x = op == "uniform" ? uniform(key, shape, DType::kFloat32, c["minval"].get<double>(),
+                                      c["maxval"].get<double>())
+                            : normal(key, shape);
+  std::vector<float> v = x.to_vector<float>();
+  std::vector<uint32_t> words(v.size());
+  for (size_t i = 0; i < v.size(); ++i) words[i] = std::bit_cast<uint32_t>(v[i]);
+  return Array::from_vector(words, shape);
+}
+
+// ---- checking ----
+
+std::string error_class(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const ValueError&) {
+    return "ValueError";
+  } catch (const TypeError&) {
+    return "TypeError";
+  } catch (const NameError&) {
+    return "NameError";
+  } catch (const IndexError&) {
+    return "IndexError";
+  } catch (const NotImplementedError&) {
+    return "NotImplementedError";
+  } catch (const RuntimeError&) {
+    return "RuntimeError";
+  } catch (const std::exception& other) {
+    return std::string("other: ") + other.what();
+  }
+}
+
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  }
+}
+
+// Runs `run` and compares its result with the case's (or spmd's deliberate) expectation.
+template <class Run>
+void check(const Json& c, Run run, const std::vector<Array>& inputs) {
+  const Json& want = c.contains("spmd") ? c["spmd"] : c;
+  if (c.contains("spmd"))
+    testing::Test::RecordProperty("deliberate_difference", c["spmd"]["reason"].get<std::string>());
+  std::exception_ptr error;
+  Array got;
+  try {
+    got = run(inputs);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (want.contains("error")) {
+    const Json& e = want["error"];
+    ASSERT_TRUE(error) << "JAX raised " << e["class"] << ": " << e["message"] << "\nspmd returned "
+                       << got.str();
+    EXPECT_EQ(error_class(error), e["class"].get<std::string>()) << message_of(error);
+    EXPECT_NE(message_of(error).find(e["key"].get<std::string>()), std::string::npos)
+        << "key phrase: " << e["key"] << "\nspmd: " << message_of(error)
+        << "\nJAX: " << e["message"];
+    return;
+  }
+  ASSERT_FALSE(error) << error_class(error) << ": " << message_of(error);
+  expect_equal(got, want["output"], c.value("exact", true));
+}
+
+std::vector<Array> inputs_of(const Json& c) {
+  std::vector<Array> inputs;
+  for (const Json& j : c["inputs"]) inputs.push_back(decode(j));
+  return inputs;
+}
+
+class ShardMapOracle : public testing::TestWithParam<CaseRef> {};
+TEST_P(ShardMapOracle, MatchesJax) {
+  const Json& c = case_json(GetParam());
+  SCOPED_TRACE(c.dump().substr(0, 2000));
+  check(
+      c, [&](const std::vector<Array>& in) { return run_shard_map(c, in); }, inputs_of(c));
+}
+INSTANTIATE_TEST_SUITE_P(Jax0102, ShardMapOracle, testing::ValuesIn(cases_of("shard_map")),
+                         case_name);
+
+class PmapOracle : public testing::TestWithParam<CaseRef> {};
+TEST_P(PmapOracle, MatchesJax) {
+  const Json& c = case_json(GetParam());
+  SCOPED_TRACE(c.dump().substr(0, 2000));
+  bool legacy_impl = GetParam().suite == "legacy_pmap";
+  check(
+      c, [&](const std::vector<Array>& in) { return run_pmap(c, in, legacy_impl); }, inputs_of(c));
+}
+// jax 0.10.2's pmap runs on shard_map: spmd's compat shim. jax 0.7.2's is the legacy one.
+INSTANTIATE_TEST_SUITE_P(CompatVsJax0102, PmapOracle, testing::ValuesIn(cases_of("pmap")),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(LegacyVsJax072, PmapOracle, testing::ValuesIn(cases_of("legacy_pmap")),
+                         case_name);
+
+class PrngOracle : public testing::TestWithParam<CaseRef> {};
+TEST_P(PrngOracle, MatchesJax) {
+  const Json& c = case_json(GetParam());
+  SCOPED_TRACE(c.dump());
+  Array got = run_prng(c);
+  expect_equal(got, c["output"], true);
+}
+INSTANTIATE_TEST_SUITE_P(Jax0102, PrngOracle, testing::ValuesIn(cases_of("prng")), case_name);
+
+}  // namespace
+}  // namespace spmd
