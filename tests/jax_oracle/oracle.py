@@ -51,6 +51,8 @@ KEY_PHRASES = [
     "Number of devices",
     "should evenly divide the shape",
     "add does not accept dtype bool",
+    "Unsupported pcast from=varying",
+    "local devices to run due to nested pmapped or other parallel functions",
     "Leading axis size of input to pmapped function must equal the number of local devices",
     "which implies that its rank should be at least",
     "tuple index out of range",
@@ -107,27 +109,54 @@ def varying_axes(v):
   return set(mat.varying) if mat is not None else set(getattr(t, "vma", ()))
 
 
+def vary_over(v, axes):
+  missing = tuple(a for a in axes if a not in varying_axes(v))
+  return lax.pcast(v, missing, to="varying") if missing else v
+
+
+def spmd_grouped_sum(v, ax, groups, mean):
+  """spmd's psum/pmean with axis_index_groups, in JAX ops that check_vma accepts: masked
+  full-axis sums, the result varying over the axes when there are several groups, and a mean
+  dividing by each group's own size."""
+  group_of = np.zeros(sum(len(g) for g in groups), np.int32)
+  for k, g in enumerate(groups):
+    group_of[g] = k
+  position = lax.axis_index(ax)
+  mine = jnp.asarray(group_of)[position]
+  out = None
+  for k in range(len(groups)):
+    total = lax.psum(jnp.where(mine == k, v, jnp.zeros_like(v)), ax)
+    out = total if out is None else jnp.where(mine == k, total, out)
+  if mean:
+    sizes = np.array([len(groups[k]) for k in group_of], np.float32)
+    dtype = out.dtype if jnp.issubdtype(out.dtype, jnp.floating) else jnp.float32
+    out = out / jnp.asarray(sizes)[position].astype(dtype)
+  return out
+
+
 def apply_step(step, v, args):
   op, groups = step["op"], step.get("groups")
   ax = jax_axes(step["axes"]) if "axes" in step else None
-  if step.get("auto_pvary") and ax is not None:
+  if step.get("auto_pvary") and ax is not None and op != "pvary":
     # spmd casts a partly varying input to varying over every named axis, as JAX does for a
     # wholly invariant one (JAX itself rejects the mixed state).
     vma = varying_axes(v)
     missing = tuple(a for a in step["axes"] if a not in vma)
     if vma & set(step["axes"]) and missing:
       v = lax.pcast(v, missing, to="varying")
+  if op in ("psum", "pmean") and step.get("spmd_groups"):
+    return spmd_grouped_sum(v, ax, groups, op == "pmean")
   if op in REDUCTIONS:
-    return getattr(lax, op)(v, ax, axis_index_groups=groups)
-  if op == "pmean_own_group_size":  # spmd's pmean over uneven groups (a deliberate difference)
-    sizes = np.zeros(sum(len(g) for g in groups), np.float32)
-    for g in groups:
-      sizes[g] = len(g)
-    total = lax.psum(v, ax, axis_index_groups=groups)
-    dtype = total.dtype if jnp.issubdtype(total.dtype, jnp.floating) else jnp.float32
-    return total / jnp.asarray(sizes)[lax.axis_index(ax)].astype(dtype)
+    out = getattr(lax, op)(v, ax, axis_index_groups=groups)
+    if step.get("spmd_groups") and len(groups) > 1:
+      out = vary_over(out, step["axes"])  # spmd types a split reduction varying over its axes
+    return out
   if op == "all_gather":
-    return lax.all_gather(v, ax, axis=step["axis"], tiled=step["tiled"], axis_index_groups=groups)
+    to = {"to": step["to"]} if "to" in step else {}  # jax 0.7.2 has no `to`
+    return lax.all_gather(v, ax, axis=step["axis"], tiled=step["tiled"], axis_index_groups=groups,
+                          **to)
+  if op == "pswapaxes":
+    return lax.pswapaxes(v, ax, step["axis"], axis_index_groups=groups)
   if op == "psum_scatter":
     return lax.psum_scatter(v, ax, scatter_dimension=step["dim"], tiled=step["tiled"],
                             axis_index_groups=groups)
@@ -183,17 +212,24 @@ def uneven_groups(g, n):
   return [order[:cut], order[cut:]]
 
 
-def gen_step(g, sizes, shape, inject, names_for_ops):
+def gen_step(g, sizes, shape, inject, names_for_ops, shard_map):
   """One step for a block of `shape`: (step, new shape), or None when the op does not fit."""
   names = list(names_for_ops)
   op = g.pick(REDUCTIONS * 2 + ["all_gather", "all_gather", "psum_scatter", "all_to_all",
-                                "all_to_all", "ppermute", "pshuffle", "pargmax", "pargmin",
-                                "add_axis_index", "mul_axis_size"])
+                                "all_to_all", "pswapaxes", "ppermute", "pshuffle", "pargmax",
+                                "pargmin", "add_axis_index", "mul_axis_size"] +
+              (["pvary"] if shard_map else []))
   axes = axes_subset(g, names)
+  for _ in range(6):  # ops that split a dimension: prefer axes whose size divides one
+    if op not in ("psum_scatter", "all_to_all", "pswapaxes") or \
+        any(d % math.prod(sizes[a] for a in axes) == 0 for d in shape):
+      break
+    axes = axes_subset(g, names)
   n = math.prod(sizes[a] for a in axes)
   step = {"op": op, "axes": axes}
   r = len(shape)
-  grouped = op in REDUCTIONS + ["all_gather", "psum_scatter", "all_to_all"] and n >= 2 and \
+  grouped = op in REDUCTIONS + ["all_gather", "psum_scatter", "all_to_all", "pswapaxes"] and \
+      n >= 2 and \
       (g.chance(0.2) or inject == "groups")
   if grouped:
     step["groups"] = uneven_groups(g, n) if op in REDUCTIONS and n > 2 and \
@@ -212,6 +248,8 @@ def gen_step(g, sizes, shape, inject, names_for_ops):
           step["groups"][:-1]
     return step, shape
   if op == "all_gather":
+    if shard_map and not grouped and g.chance(0.25):
+      step["to"] = "invarying"  # all_gather_invariant
     step["tiled"] = r >= 1 and g.chance(0.5)
     step["axis"] = g.integer(-r, r - 1) if step["tiled"] else g.integer(-(r + 1), r)
     new = list(shape)
@@ -254,6 +292,12 @@ def gen_step(g, sizes, shape, inject, names_for_ops):
       del new[s]
       new.insert(c, n)
     return step, tuple(new)
+  if op == "pswapaxes":
+    fits = [d for d in range(r) if shape[d] == n]
+    if not fits:
+      return None
+    step["axis"] = g.pick(fits)
+    return step, shape
   if op == "ppermute":
     k = g.integer(0, n)
     src, dst = g.shuffled(range(n))[:k], g.shuffled(range(n))[:k]
@@ -281,11 +325,11 @@ def mark_inexact(case):
   return case
 
 
-def gen_body(g, sizes, shape, inject, names, max_steps=2):
+def gen_body(g, sizes, shape, inject, names, shard_map, max_steps=2):
   steps = []
   for _ in range(g.integer(1, max_steps)):
     for _ in range(20):
-      made = gen_step(g, sizes, shape, inject if not steps else None, names)
+      made = gen_step(g, sizes, shape, inject if not steps else None, names, shard_map)
       if made:
         steps.append(made[0])
         shape = made[1]
@@ -404,7 +448,7 @@ def gen_shard_map_case(g, inject):
     dtype = "float32"
   block = tuple(d // spec_size(spec[i] if i < len(spec) else None, sizes)
                 for i, d in enumerate(dims))
-  steps, out_block = gen_body(g, sizes, block, inject, names)
+  steps, out_block = gen_body(g, sizes, block, inject, names, True)
   if nargs == 2:
     steps.insert(0, {"op": "add_arg1"})
   in_specs = [spec] * nargs
@@ -421,12 +465,6 @@ def gen_shard_map_case(g, inject):
     out_spec = gen_spec(g, names, len(out_block))
   if inject == "out_rank":
     out_spec = out_spec + [None] * (len(out_block) + 1 - len(out_spec))
-  if check_vma and grouped_reduction(steps):
-    # spmd keeps a grouped reduction varying over its axes (the groups hold different values);
-    # JAX types pmax/pmin ones invariant and rejects psum/pmean ones. Only a spec naming every
-    # axis means the same in both.
-    out_spec = [names if len(names) > 1 else names[0]] if out_block else out_spec
-    check_vma = bool(out_block)
   inputs = [g.values(dims, dtype, exact) for _ in range(nargs)]
   return {"mesh": {"names": names, "sizes": [sizes[a] for a in names]},
           "in_specs": in_specs, "out_spec": out_spec, "check_vma": check_vma, "body": steps,
@@ -440,14 +478,6 @@ def jax_shard_map(case):
                     in_specs=tuple(to_p(s) for s in case["in_specs"]),
                     out_specs=to_p(case["out_spec"]), check_vma=case["check_vma"])
   return jax.jit(f)
-
-
-def grouped_psum(steps):
-  return any(s["op"] in ("psum", "pmean") and "groups" in s for s in steps)
-
-
-def grouped_reduction(steps):
-  return any(s["op"] in REDUCTIONS and "groups" in s for s in steps)
 
 
 def uneven_pmean(case):
@@ -519,7 +549,14 @@ R_NO_MAPPED = "the compat pmap keeps legacy pmap's message for no mapped argumen
 R_SIZES = ("the compat pmap reports mismatched mapped sizes with legacy pmap's message (JAX "
            "0.10's pmap leaks a sharding error about the first argument only)")
 R_DEVICES = ("the compat pmap keeps legacy pmap's rule that `devices` holds one device per mapped "
-             "index (JAX 0.10's pmap silently runs on a prefix of a longer list)")
+             "index (JAX 0.10's pmap silently runs on a prefix of a longer list, and reports a "
+             "shorter one as a sharding error)")
+R_GROUPED_MINMAX = ("pmax/pmin with axis_index_groups keep the result varying over the axes (the "
+                    "groups hold different values); JAX 0.10 types it invariant, so an out_spec "
+                    "leaving the axes out silently returns one group's value")
+R_TOO_MANY = ("mapping more elements than there are devices is reported as such, as in legacy "
+              "pmap (JAX 0.10's pmap builds a mesh of the available devices and leaks a sharding "
+              "error)")
 R_UNEVEN = ("pmean over uneven axis_index_groups divides each group's sum by that group's own "
             "size (JAX divides by len(groups[0]))")
 R_GROUPED = ("psum/pmean with axis_index_groups work under check_vma=True (JAX raises "
@@ -559,12 +596,14 @@ def replaced_error(case, key, run):
   if "levels" in case and key == "should evenly divide the shape" and inject == "sizes":
     return R_SIZES, expected_error("ValueError",
                                    "pmap got inconsistent sizes for array axes to be mapped")
+  compiling = "compiling computation that requires"
+  if inject == "too_many" and len(case.get("levels", [])) == 1 and key != compiling:
+    return R_TOO_MANY, expected_error("ValueError", compiling)
   levels = case.get("levels", [])
-  if "output" in case and len(levels) == 1 and len(levels[0].get("devices", [])) > \
-      case["mapped_size"]:
-    return R_DEVICES, expected_error(
-        "ValueError", "Leading axis size of input to pmapped function must equal the number of "
-        "local devices")
+  leading = "Leading axis size of input to pmapped function must equal the number of local devices"
+  if len(levels) == 1 and "devices" in levels[0] and inject in (None, "devices") and \
+      len(levels[0]["devices"]) != case["mapped_size"] and key != leading:
+    return R_DEVICES, expected_error("ValueError", leading)
   return None
 
 
@@ -577,14 +616,18 @@ def spmd_difference(case, run):
     return replaced
   internal = "internal" in case or key in INTERNAL_KEYS
   reasons, alt = [], dict(case)
-  if uneven_pmean(case):
-    alt["check_vma"] = False
-    alt["body"] = [dict(s, op="pmean_own_group_size") if s["op"] == "pmean" and "groups" in s
-                   else s for s in alt["body"]]
-    reasons.append(R_UNEVEN)
-  if case.get("check_vma") and grouped_psum(case["body"]) and "error" in case:
-    alt["check_vma"] = False
-    reasons.append(R_GROUPED)
+  if any(s["op"] in REDUCTIONS and "groups" in s for s in case["body"]):
+    alt["body"] = [dict(s, spmd_groups=True) if "groups" in s and
+                   (s["op"] in ("psum", "pmean") or case.get("check_vma")) else s
+                   for s in alt["body"]]
+    if uneven_pmean(case):
+      reasons.append(R_UNEVEN)
+    if any(s["op"] in ("psum", "pmean") and "groups" in s for s in case["body"]) and \
+        case.get("check_vma"):
+      reasons.append(R_GROUPED)
+    if any(s["op"] in ("pmax", "pmin") and len(s.get("groups", [])) > 1 for s in case["body"]) \
+        and case.get("check_vma"):
+      reasons.append(R_GROUPED_MINMAX)
   if key == MIXED_STATE:
     alt["body"] = [dict(s, auto_pvary=True) for s in alt["body"]]
     reasons.append(R_MIXED)
@@ -675,7 +718,7 @@ def gen_pmap_case(g, inject, nested, legacy):
   nargs = 2 if dtype != "bool" and g.chance(0.3) else 1
   rank = g.integer(1, 3) if not nested else g.integer(2, 3)
   exact = dtype != "float32" or not g.chance(0.15)
-  block = [g.integer(1, 3) for _ in range(rank - (2 if nested else 1))]
+  block = [g.pick([1, 2, 3, n, m or n]) for _ in range(rank - (2 if nested else 1))]
   in_axes, shapes = [], []
   for k in range(nargs):
     # jax 0.7.2's legacy pmap fails an internal assertion on negative in_axes and out_axes, so
@@ -705,7 +748,7 @@ def gen_pmap_case(g, inject, nested, legacy):
   sizes = dict(levels)
   names = list(sizes)
   steps, out_block = gen_body(g, sizes, tuple(block), inject if inject == "unbound" else None,
-                              names)
+                              names, False)
   if nargs == 2:
     steps.insert(0, {"op": "add_arg1"})
   out_rank = len(out_block) + (1 if nested else 0)

@@ -250,7 +250,9 @@ TEST_P(Pmap, NestedWithOuterDevicesCoversTheGrid) {
   }
   auto too_few = pmap(pmap(body, "j"), "i", {.devices = first(4)});
   for (int call = 0; call < 2; ++call) {
-    expect_error<ValueError>([&] { too_few(x); }, {"Got axis_size=8, num_local_devices=4."});
+    expect_error<ValueError>([&] { too_few(x); },
+                             {"pmapped function requires 8 local devices to run due to nested "
+                              "pmapped or other parallel functions, but only 4 are available."});
   }
 }
 

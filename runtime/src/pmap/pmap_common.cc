@@ -146,6 +146,14 @@ void check_device_count(const PmapPlan& plan, const std::vector<PmapLevel>& leve
   const std::vector<Device>& given = *plan.options.devices;
   std::string names;
   for (const Device& d : given) names += (names.empty() ? "" : ", ") + d.str();
+  if (levels.size() > 1) {
+    throw ValueError(fmt::format(
+        "pmapped function requires {} local devices to run due to nested pmapped or other "
+        "parallel functions, but only {} are available.\n(outer axis size: {}, local devices "
+        "available to pmap: {}); an outer pmap's devices list one device per element of the whole "
+        "grid of nested axes.",
+        total, given.size(), levels[0].size, names));
+  }
   throw ValueError(fmt::format(
       "Leading axis size of input to pmapped function must equal the number of local devices "
       "passed to pmap. Got axis_size={}, num_local_devices={}.\n(Local devices available to "
@@ -159,8 +167,9 @@ std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapL
   if (plan.options.devices) {
     std::vector<Device> given = *plan.options.devices;
     int64_t count = static_cast<int64_t>(given.size());
-    // An outer pmap's devices cover the whole nest, whose inner sizes a probing call learns.
-    if (probing && count > total && count % total == 0) {
+    // An outer pmap's devices cover the whole nest, whose inner sizes a probing call learns; the
+    // count is checked once they are known.
+    if (probing && count > total) {
       given.resize(static_cast<size_t>(total));
       return given;
     }
