@@ -24,31 +24,19 @@ Runs itself inside <repo>/.venv-oracle (created on first use with a pinned CPU j
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
-JAX_PIN = "0.10.2"  # The jax of tests/jax_oracle/prng_reference.py: one venv serves both.
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV = os.path.join(REPO, ".venv-oracle")
+sys.path.insert(0, os.path.join(REPO, "tests", "jax_oracle"))
+from jax_venv import reexec_in  # noqa: E402  (the oracle's pinned venvs)
+
 DEVICES = 8
 # The first train_step's loss on pattern() data; jax_baseline_bench.cc checks spmd against it.
 FIRST_STEP_LOSS = 0.04474314
 
 
-def ensure_venv():
-  """Re-executes this script with the venv's interpreter, creating the venv if needed."""
-  python = os.path.join(VENV, "bin", "python")
-  if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-    return
-  if not os.path.exists(python):
-    subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    subprocess.check_call([python, "-m", "pip", "install", "-q", f"jax=={JAX_PIN}",
-                           f"jaxlib=={JAX_PIN}"])
-  os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-
-
-ensure_venv()
+reexec_in("current", __file__)
 
 # XLA reads the flag once, when jax initialises its CPU backend.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
@@ -184,7 +172,7 @@ def main():
       got = [float(s.data[0]) for s in f(block).addressable_shards]
       if got != [first] * DEVICES:
         sys.exit(f"{name} at {label}: first elements {got}, expected {first}")
-      results[f"{name}.{label}"] = seconds_per_call(lambda f=f: f(block), reps, target_s)
+      results[f"{name}.{label}"] = seconds_per_call(lambda f=f, x=block: f(x), reps, target_s)
     del block
     log(f"collectives at {label} done")
 

@@ -15,13 +15,11 @@ and the body language are described in tests/jax_oracle/README.md.
 import argparse
 import os
 import subprocess
-import sys
+
+from jax_venv import venv_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 CORPUS = os.path.join(HERE, "corpus")
-# Newest jax that installs on Debian 12's Python 3.11, and the last one with the legacy pmap.
-VENVS = {"current": (".venv-oracle", "0.10.2"), "legacy": (".venv-oracle-legacy", "0.7.2")}
 # Corpus file -> (venv, number of value cases, number of error cases).
 SUITES = {
     "shard_map": ("current", 1200, 80),
@@ -29,18 +27,6 @@ SUITES = {
     "legacy_pmap": ("legacy", 500, 30),
     "prng": ("current", 300, 0),
 }
-
-
-def venv_python(kind):
-  """The venv's interpreter, creating the venv with the pinned jax if needed."""
-  name, version = VENVS[kind]
-  venv = os.path.join(REPO, name)
-  python = os.path.join(venv, "bin", "python")
-  if not os.path.exists(python):
-    subprocess.check_call([sys.executable, "-m", "venv", venv])
-    subprocess.check_call(
-        [python, "-m", "pip", "install", "-q", f"jax=={version}", f"jaxlib=={version}"])
-  return python
 
 
 def main():

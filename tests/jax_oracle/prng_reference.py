@@ -8,27 +8,10 @@ Float results are XLA:CPU's and depend on the host having FMA (x86-64 AVX2/AVX-5
 """
 
 import os
-import subprocess
-import sys
 
-JAX_PIN = "0.10.2"  # Newest jax that installed here; bump together with the C++ test values.
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VENV = os.path.join(REPO, ".venv-oracle")
+from jax_venv import reexec_in
 
-
-def ensure_venv():
-  """Re-executes this script with the venv's interpreter, creating the venv if needed."""
-  python = os.path.join(VENV, "bin", "python")
-  if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-    return
-  if not os.path.exists(python):
-    subprocess.check_call([sys.executable, "-m", "venv", VENV])
-    subprocess.check_call([python, "-m", "pip", "install", "-q", f"jax=={JAX_PIN}",
-                           f"jaxlib=={JAX_PIN}"])
-  os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
-
-
-ensure_venv()
+reexec_in("current", __file__)
 
 import numpy as np  # noqa: E402  (only importable inside the venv)
 import jax  # noqa: E402
