@@ -233,25 +233,23 @@ Array pmin(const Array& x, AxisNames axes, ReduceOptions options) {
 
 namespace {
 
-// JAX's _axis_index_of_val: the smallest position whose x equals the reduced value `best`.
-Array position_of(const Array& x, const Array& best, const AxisNames& axis, const char* api) {
+// JAX's pargmax/pargmin (_axis_index_of_val): the smallest position whose x equals the group's
+// maximum (`max`) or minimum. A single axis only, checked before any collective runs.
+Array arg_extremum(const Array& x, const AxisNames& axis, bool max, const char* api) {
   if (axis.names().size() != 1) {
     throw TypeError(fmt::format(
         "{} only accepts a single axis, got {}; reduce over one axis at a time", api, axis.str()));
   }
+  Array best = max ? pmax(x, axis) : pmin(x, axis);
   Array found = where(equal(x, best), axis_index(axis), std::numeric_limits<int32_t>::max());
   return pmin(found, axis);
 }
 
 }  // namespace
 
-Array pargmax(const Array& x, AxisNames axis) {
-  return position_of(x, pmax(x, axis), axis, "pargmax");
-}
+Array pargmax(const Array& x, AxisNames axis) { return arg_extremum(x, axis, true, "pargmax"); }
 
-Array pargmin(const Array& x, AxisNames axis) {
-  return position_of(x, pmin(x, axis), axis, "pargmin");
-}
+Array pargmin(const Array& x, AxisNames axis) { return arg_extremum(x, axis, false, "pargmin"); }
 
 Array pmean(const Array& x, AxisNames axes, ReduceOptions options) {
   // Each device divides by its own group's size (JAX uses len(groups[0]) even for uneven groups).
