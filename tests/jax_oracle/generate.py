@@ -23,8 +23,8 @@ CORPUS = os.path.join(HERE, "corpus")
 # Corpus file -> (venv, number of value cases, number of error cases).
 SUITES = {
     "shard_map": ("current", 1200, 80),
-    "pmap": ("current", 500, 30),
-    "legacy_pmap": ("legacy", 500, 30),
+    "pmap": ("current", 500, 40),
+    "legacy_pmap": ("legacy", 500, 40),
     "prng": ("current", 300, 0),
 }
 

@@ -655,14 +655,14 @@ def finish(case, inputs):
   return case
 
 
-def build_suite(seed, want_values, want_errors, make, injections, run):
+def build_suite(seed, want_values, want_errors, make, injections, run, inject_rate):
   g = Gen(seed)
   cases, values, errors, tries = [], 0, 0, 0
   keys, cap = {}, max(4, want_errors // 5)
   internal = []
   while values < want_values or errors < want_errors:
     tries += 1
-    inject = g.pick(injections) if errors < want_errors and g.chance(0.12) else None
+    inject = g.pick(injections) if errors < want_errors and g.chance(inject_rate) else None
     case = make(g, inject)
     if case is None:
       continue
@@ -840,12 +840,13 @@ def main():
     cases = build_prng(seed, values)
   elif suite == "shard_map":
     cases = build_suite(seed, values, errors, gen_shard_map_case, SHARD_MAP_INJECTIONS,
-                        run_shard_map)
+                        run_shard_map, 0.12)
   else:
     legacy = suite == "legacy_pmap"
     def make(g, inject):
       return gen_pmap_case(g, inject, legacy and g.chance(0.25), legacy)
-    cases = build_suite(seed, values, errors, make, PMAP_INJECTIONS, run_pmap)
+    # Most pmap errors come from injected mistakes: draw them more often than for shard_map.
+    cases = build_suite(seed, values, errors, make, PMAP_INJECTIONS, run_pmap, 0.25)
   meta = {"suite": suite, "jax": jax.__version__, "seed": seed,
           "jax_threefry_partitionable": bool(jax.config.jax_threefry_partitionable)}
   with open(out, "w") as f:
