@@ -348,9 +348,10 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
 namespace internal {
 namespace {
 
-// Moves data between positions: this device receives x from position `src` (zeros if < 0).
+// Moves data between positions: this device receives x from position `src` (zeros if < 0). The
+// result varies over the axes unless every position receives the same value (`same_everywhere`).
 Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t perm_hash,
-                   const std::function<int(int)>& source_of) {
+                   const std::function<int(int)>& source_of, bool same_everywhere = false) {
   Array in = local(x);
   OpSignature sig = signature(kind, in);
   sig.extra_hash = static_cast<uint64_t>(perm_hash);
@@ -359,7 +360,7 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
   step.comm->permute(step.rank, source_of(step.rank), in.size() * itemsize(in.dtype()), data_of(in),
                      data_of_mut(out), keep_of(in));
   step.done();
-  return typed(out, b, vma_of(x) | b.mask);
+  return typed(out, b, same_everywhere ? vma_of(x) : vma_of(x) | b.mask);
 }
 
 }  // namespace
@@ -426,6 +427,19 @@ Array pshuffle(const Array& x, AxisNames axes, std::vector<int> perm) {
   for (int p : perm) h = internal::hash_combine(h, static_cast<uint64_t>(p));
   return internal::permute_from(b, CollectiveKind::kPshuffle, x, static_cast<int64_t>(h),
                                 [&](int rank) { return perm[rank]; });
+}
+
+Array pbroadcast(const Array& x, AxisNames axes, int source) {
+  Bound b = internal::bind(axes, "pbroadcast");
+  if (source < 0 || source >= b.size) {
+    throw ValueError(fmt::format(
+        "pbroadcast source {} is out of range for the axes {} of size {}; give a position in "
+        "[0, {}).",
+        source, axes.str(), b.size, b.size));
+  }
+  return internal::permute_from(
+      b, CollectiveKind::kPbroadcast, x, source, [&](int) { return source; },
+      /*same_everywhere=*/true);
 }
 
 Array all_to_all(const Array& x, AxisNames axes, int split_axis, int concat_axis,

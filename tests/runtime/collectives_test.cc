@@ -106,6 +106,18 @@ TEST_P(Collectives, PargmaxPargminGiveTheSmallestPositionOfTheExtremum) {
                           {"pargmin only accepts a single axis, got ('i', 'j')"});
 }
 
+TEST_P(Collectives, PbroadcastCopiesTheSourcePosition) {
+  auto f = pmap([](const Array& x) { return pbroadcast(x, "i", 2); }, 4);
+  EXPECT_ARRAY_EQ(f(iarange(8, {4, 2})), ints({4, 5, 4, 5, 4, 5, 4, 5}, {4, 2}));
+  // As in JAX the result keeps the input's type (varying), so out_specs must keep 'i'.
+  auto replicated = shard_map([](const Array& b) { return pbroadcast(b, "i", 0); },
+                              mesh({4}, {"i"}), P("i"), P());
+  expect_error<ValueError>([&] { replicated(arange(4)); }, {"could not infer replication"});
+  auto bad = pmap([](const Array& x) { return pbroadcast(x, "i", 4); }, 4);
+  expect_error<ValueError>([&] { bad(arange(4)); },
+                           {"pbroadcast source 4 is out of range for the axes 'i' of size 4"});
+}
+
 TEST_P(Collectives, C17C18C19AllGather) {
   Array x = iarange(8, {4, 2});
   auto stacked = pmap([](const Array& b) { return all_gather(b, "i"); }, 4);

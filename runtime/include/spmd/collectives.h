@@ -100,6 +100,10 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options = {});
 // Sums over the group and gives position p the p-th piece of dimension `scatter_dimension`.
 Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options = {});
 
+// Every position receives the x of group position `source` (JAX's pbroadcast, which JAX lowers
+// on GPU only). As in JAX, the result keeps x's varying axes.
+Array pbroadcast(const Array& x, AxisNames axes, int source);
+
 // Position dst receives x from position src for each (src, dst) pair; positions that are no
 // destination receive zeros. Pairs are taken modulo the group size; sources and destinations must
 // each be unique.

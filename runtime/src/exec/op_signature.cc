@@ -25,6 +25,8 @@ const char* collective_name(CollectiveKind kind) {
       return "ppermute";
     case CollectiveKind::kPshuffle:
       return "pshuffle";
+    case CollectiveKind::kPbroadcast:
+      return "pbroadcast";
     case CollectiveKind::kAllToAll:
       return "all_to_all";
     case CollectiveKind::kBarrier:

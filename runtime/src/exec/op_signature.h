@@ -21,6 +21,7 @@ enum class CollectiveKind : uint8_t {
   kPsumScatter,
   kPpermute,
   kPshuffle,
+  kPbroadcast,
   kAllToAll,
   kBarrier,
 };
