@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <set>
@@ -291,6 +293,19 @@ std::vector<Shard> Array::addressable_shards() const {
 
 namespace {
 
+// The shortest decimal that reads back as the same 16-bit float, NumPy's rule for float16 scalars
+// (bfloat16 0.1 prints as 0.1, where its value as a float32 would print as 0.099975586).
+template <class Half>
+std::string shortest_text(Half v) {
+  const float f = static_cast<float>(v);
+  if (!std::isfinite(f)) return fmt::format("{}", f);
+  for (int digits = 1;; ++digits) {
+    const double shortest = std::strtod(fmt::format("{:.{}e}", f, digits - 1).c_str(), nullptr);
+    // Printed like a float32 (positional or exponent form by the same rule).
+    if (Half(static_cast<float>(shortest)).bits == v.bits) return fmt::format("{}", shortest);
+  }
+}
+
 // Every element as text: ints exactly, floats in shortest round-trip form with NumPy's trailing
 // dot for integral values, bools as True/False.
 std::vector<std::string> format_elements(const Array& a) {
@@ -307,8 +322,14 @@ std::vector<std::string> format_elements(const Array& a) {
     case DType::kFloat64:
       for (double v : a.to_vector<double>()) items.push_back(fmt::format("{}", v));
       break;
-    default:
+    case DType::kFloat32:
       for (float v : a.to_vector<float>()) items.push_back(fmt::format("{}", v));
+      break;
+    case DType::kFloat16:
+      for (float16 v : a.to_vector<float16>()) items.push_back(shortest_text(v));
+      break;
+    case DType::kBFloat16:
+      for (bfloat16 v : a.to_vector<bfloat16>()) items.push_back(shortest_text(v));
       break;
   }
   for (std::string& item : items) {

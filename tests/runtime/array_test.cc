@@ -359,6 +359,10 @@ TEST(ArrayTest, Str) {
   EXPECT_EQ(Array::from_vector<float>({1.0f, 2.5f, -0.0f}).str(), "[1., 2.5, -0.]");
   EXPECT_EQ(Array::from_vector<double>({0.1, 3.0}).str(), "[0.1, 3.]");
   EXPECT_EQ(Array::from_vector<bfloat16>({bfloat16(2.0f), bfloat16(0.5f)}).str(), "[2., 0.5]");
+  // 16-bit floats in their own shortest round-trip form.
+  EXPECT_EQ(Array::from_vector<bfloat16>({bfloat16(0.1f), bfloat16(-3.3f)}).str(), "[0.1, -3.3]");
+  EXPECT_EQ(Array::from_vector<float16>({float16(0.1f), float16(65504.0f), float16(1e-7f)}).str(),
+            "[0.1, 65500., 1e-07]");
   EXPECT_EQ(Array::from_vector<bool>({true, false}).str(), "[True, False]");
   EXPECT_EQ(iota({2, 2}).str(), "[[0, 1],\n [2, 3]]");
   EXPECT_EQ(iota({2, 2, 2}).str(), "[[[0, 1],\n  [2, 3]],\n\n [[4, 5],\n  [6, 7]]]");

@@ -202,6 +202,8 @@ TEST(OpsTest, BinaryOps) {
       {"divide i64", OP(divide), arange(3, 4, 1, kI64), i32({2}), kF64, {1.5}},
       {"floor_divide i32", OP(floor_divide), p, q, kI32, {3, -4, -4, 3}},
       {"floor_divide f32", OP(floor_divide), fp, fq, kF32, {3, -4, -4, 3}},
+      {"floor_divide i32 by 0", OP(floor_divide), i32({7, -7, 0}), i32({0}), kI32, {0, 0, 0}},
+      {"remainder i32 by 0", OP(remainder), i32({7, -7, 0}), i32({0}), kI32, {0, 0, 0}},
       {"remainder i32", OP(remainder), p, i32({3, 3, -3, -3}), kI32, {1, 2, -2, -1}},
       {"remainder f32",
        OP(remainder),

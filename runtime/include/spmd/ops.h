@@ -53,6 +53,8 @@ Array add(const Array& a, const Array& b);
 Array subtract(const Array& a, const Array& b);
 Array multiply(const Array& a, const Array& b);
 Array divide(const Array& a, const Array& b);  // true division
+// Integer floor_divide and remainder by zero give 0, NumPy's result (JAX's floor_divide gives -1
+// or -2 there, an artifact of its lowering; its remainder gives 0 too).
 Array floor_divide(const Array& a, const Array& b);
 Array remainder(const Array& a, const Array& b);
 Array power(const Array& a, const Array& b);
