@@ -160,6 +160,31 @@ TEST(CpuCopyTest, SameDtypeFollowsStrides) {
   expect_values(sparse, {0, -1, 1, -1, 2, -1});
 }
 
+// Same-dtype copies walk 2-D planes in tiles: sizes that are not multiples of the tile, a batch of
+// planes, and contiguous rows with an outer stride.
+TEST(CpuCopyTest, TiledPlanesCoverEdgeTiles) {
+  constexpr int64_t kB = 3, kR = 37, kC = 70;
+  std::vector<int32_t> src(kB * kR * kC);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<int32_t>(i);
+  std::vector<int32_t> dst(src.size(), -1);
+  kernels().copy(in(src, {kB, kC, kR}, {kR * kC, 1, kC}), out(dst, {kB, kC, kR}));
+  std::vector<int32_t> transposed;
+  for (int64_t b = 0; b < kB; ++b) {
+    for (int64_t c = 0; c < kC; ++c) {
+      for (int64_t r = 0; r < kR; ++r) transposed.push_back(src[(b * kR + r) * kC + c]);
+    }
+  }
+  expect_values(dst, transposed);
+  // Columns 5..24 of every row: runs of 20 with a row stride of kC.
+  std::vector<int32_t> columns(kB * kR * 20, -1);
+  kernels().copy(in(src, {kB * kR, 20}, {kC, 1}, 5), out(columns, {kB * kR, 20}));
+  std::vector<int32_t> expected;
+  for (int64_t r = 0; r < kB * kR; ++r) {
+    for (int64_t c = 5; c < 25; ++c) expected.push_back(src[r * kC + c]);
+  }
+  expect_values(columns, expected);
+}
+
 TEST(CpuCopyTest, SameDtypeKeepsBits) {
   const std::vector<float16> src{float16::from_bits(0x7c01), float16::from_bits(0xfe3f),
                                  float16::from_bits(0x8000)};

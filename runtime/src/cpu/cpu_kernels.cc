@@ -398,11 +398,33 @@ class Loop {
   void run(Run&& run_fn, Offsets<N> base = {}) const {
     if (empty_) return;
     const size_t inner = dims_.size() - 1;
-    if (inner == 0) return run_fn(dims_[0], base, strides_[0]);
-    std::vector<int64_t> index(inner, 0);
+    walk(inner, base, [&](const Offsets<N>& o) { run_fn(dims_[inner], o, strides_[inner]); });
+  }
+
+  // Calls run(rows, n, offsets, row_steps, steps) for each plane of the two innermost merged
+  // dimensions (one row when there is a single dimension), so that a kernel can tile it.
+  template <class Run>
+  void run_planes(Run&& run_fn) const {
+    if (empty_) return;
+    if (dims_.size() == 1) {
+      run_fn(int64_t{1}, dims_[0], Offsets<N>{}, Offsets<N>{}, strides_[0]);
+      return;
+    }
+    const size_t rows = dims_.size() - 2;
+    walk(rows, {}, [&](const Offsets<N>& o) {
+      run_fn(dims_[rows], dims_[rows + 1], o, strides_[rows], strides_[rows + 1]);
+    });
+  }
+
+ private:
+  // Calls visit(offsets) for every index of the first `outer` merged dimensions, in row-major
+  // order.
+  template <class Visit>
+  void walk(size_t outer, Offsets<N> base, Visit&& visit) const {
+    std::vector<int64_t> index(outer, 0);
     for (;;) {
-      run_fn(dims_[inner], base, strides_[inner]);
-      auto d = static_cast<int64_t>(inner) - 1;
+      visit(base);
+      auto d = static_cast<int64_t>(outer) - 1;
       for (; d >= 0; --d) {
         for (size_t k = 0; k < N; ++k) base[k] += strides_[d][k];
         if (++index[d] < dims_[d]) break;
@@ -413,7 +435,6 @@ class Loop {
     }
   }
 
- private:
   Shape dims_;
   std::vector<Offsets<N>> strides_;  // per merged dimension, per operand
   bool empty_ = false;
@@ -546,14 +567,30 @@ void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
       auto* const pd = static_cast<U*>(dst.data);
       const auto* const ps = static_cast<const U*>(src.data);
       Loop<2>(dst.shape, {&dst.strides, &src.strides})
-          .run([&](int64_t n, const Offsets<2>& o, const Offsets<2>& s) {
+          .run_planes([&](int64_t rows, int64_t n, const Offsets<2>& o, const Offsets<2>& r,
+                          const Offsets<2>& s) {
             if (s[0] == 1 && s[1] == 1) {
               // memmove: an in-place copy of a view onto itself must not be an overlapping
               // memcpy.
-              std::memmove(pd + o[0], ps + o[1], static_cast<size_t>(n) * sizeof(U));
+              for (int64_t i = 0; i < rows; ++i) {
+                std::memmove(pd + o[0] + i * r[0], ps + o[1] + i * r[1],
+                             static_cast<size_t>(n) * sizeof(U));
+              }
               return;
             }
-            for (int64_t i = 0; i < n; ++i) pd[o[0] + i * s[0]] = ps[o[1] + i * s[1]];
+            // Square tiles, so that a transpose reads and writes whole cache lines.
+            constexpr int64_t kTile = 32;
+            for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+              for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+                for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i) {
+                  U* const drow = pd + o[0] + i * r[0];
+                  const U* const srow = ps + o[1] + i * r[1];
+                  for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j) {
+                    drow[j * s[0]] = srow[j * s[1]];
+                  }
+                }
+              }
+            }
           });
     });
   }
