@@ -356,7 +356,13 @@ std::string Array::str() const {
     if (d < 0) break;
     int closed = static_cast<int>(s.size()) - 1 - d;
     out.append(closed, ']');
-    out += closed == 0 ? ", " : "," + std::string(closed, '\n') + std::string(d + 1, ' ');
+    if (closed == 0) {
+      out += ", ";
+    } else {
+      out += ',';
+      out.append(closed, '\n');
+      out.append(d + 1, ' ');
+    }
     out.append(closed, '[');
   }
   return out + std::string(s.size(), ']');
