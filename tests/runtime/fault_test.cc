@@ -188,5 +188,33 @@ TEST(Faults, ConcurrentCallsOnOverlappingMeshesDoNotDeadlock) {
   EXPECT_EQ(ok.load(), 400);
 }
 
+TEST(Faults, EveryDeviceRunsOneBodyAtATime) {
+  // Threads idle in a call run bodies that have not started, but a device never runs two bodies at
+  // once, even with calls from two host threads on meshes that share devices.
+  std::vector<Device> all = devices();
+  Mesh forward({all.begin(), all.begin() + 4}, {4}, {"i"});
+  Mesh backward({all[3], all[2], all[1], all[0]}, {4}, {"i"});
+  std::vector<std::atomic<int>> in_flight(all.size());
+  std::atomic<int> overlaps{0};
+  auto run = [&](const Mesh& mesh, std::atomic<int>& ok) {
+    auto body = [&](const Array& b) {
+      const int id = mesh.devices()[axis_index("i").to_vector<int32_t>()[0]].id;
+      if (in_flight[id]++ != 0) ++overlaps;
+      std::this_thread::yield();
+      --in_flight[id];
+      return b * 2;
+    };
+    auto f = shard_map(body, mesh, P("i"), P("i"));
+    for (int k = 0; k < 300; ++k) ok += array_equal(f(arange(8)), arange(8) * 2) ? 1 : 0;
+  };
+  std::atomic<int> ok{0};
+  std::thread a([&] { run(forward, ok); });
+  std::thread b([&] { run(backward, ok); });
+  a.join();
+  b.join();
+  EXPECT_EQ(ok.load(), 600);
+  EXPECT_EQ(overlaps.load(), 0);
+}
+
 }  // namespace
 }  // namespace spmd

@@ -2,7 +2,8 @@
 //
 // Devices and process-wide initialisation.
 //
-// A CPU device is a logical device backed by one worker thread; several CPU devices share the
+// A CPU device is a logical device backed by one worker thread (threads idle in a call also run
+// devices' bodies that have not started, one device at a time); several CPU devices share the
 // machine's cores, so a laptop can test an 8-device mesh (the analogue of XLA's
 // --xla_force_host_platform_device_count). The device count comes from `spmd::initialize`, else
 // from the environment variable SPMD_CPU_DEVICES, else from the number of hardware threads. It is

@@ -1,7 +1,9 @@
 // File: spmd/shard_map.h
 //
 // shard_map maps a function over the blocks of its arguments, one block per mesh device, running
-// every device concurrently on its own thread (JAX's jax.shard_map, eager).
+// every device concurrently (JAX's jax.shard_map, eager): each device's body runs on a host
+// thread, its own worker's or one idle in the call (the caller's included), so a body must not
+// assume which thread runs it.
 //
 // For an Array argument of shape S with in_spec p, the device at mesh coordinate c receives the
 // block whose dimension d is slice k of S[d] / m, where the spec entry for d names axes with total

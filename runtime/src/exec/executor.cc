@@ -20,6 +20,7 @@ struct Executor::Launch {
   std::atomic<int> remaining;
   std::atomic<uint32_t> done{0};
   std::atomic<uint32_t> caller_sleeping{0};
+  std::vector<Worker*> workers;  // of the launch's devices, in order; set before any task runs
 };
 
 Executor& Executor::instance() {
@@ -41,21 +42,59 @@ Executor::Worker& Executor::worker(int device_id) {
   return *w;
 }
 
+void Executor::notify(Worker& w) {
+  w.signal.fetch_add(1, std::memory_order_seq_cst);
+  if (w.sleeping.load(std::memory_order_seq_cst)) futex_wake_all(w.signal);
+}
+
+bool Executor::take(Worker& w, const Launch* launch, Task& task) {
+  std::lock_guard<std::mutex> lock(w.mu);
+  if (w.busy || w.queue.empty()) return false;
+  if (launch != nullptr && w.queue.front().launch != launch) return false;
+  task = w.queue.front();
+  w.queue.pop_front();
+  w.busy = true;
+  return true;
+}
+
+void Executor::run_task(Worker& w, const Task& task) {
+  task.fn(task.arg, task.index);
+  bool more;
+  {
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.busy = false;
+    more = !w.queue.empty();
+  }
+  // The device's own thread may have gone to sleep while this task ran on another thread.
+  if (more) notify(w);
+}
+
+int Executor::help(const Launch& launch) {
+  int ran = 0;
+  for (Worker* w : launch.workers) {
+    Task task{};
+    if (take(*w, &launch, task)) {
+      run_task(*w, task);
+      ++ran;
+    }
+  }
+  return ran;
+}
+
+void Executor::complete(Launch& launch, int n) {
+  if (n == 0 || launch.remaining.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  launch.done.store(kDone, std::memory_order_seq_cst);
+  if (launch.caller_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(launch.done);
+  // Last touch of `launch`, which lives on the caller's stack.
+  launch.done.store(kReleased, std::memory_order_release);
+}
+
 void Executor::loop(Worker* w, WaitPolicy policy) {
   tls_on_worker = true;
   for (;;) {
     uint32_t seen = w->signal.load(std::memory_order_seq_cst);
     Task task{};
-    bool have = false;
-    {
-      std::lock_guard<std::mutex> lock(w->mu);
-      if (!w->queue.empty()) {
-        task = w->queue.front();
-        w->queue.pop_front();
-        have = true;
-      }
-    }
-    if (!have) {
+    if (!take(*w, nullptr, task)) {
       spin_then_yield(policy, [&] { return w->signal.load(std::memory_order_relaxed) != seen; });
       w->sleeping.store(1, std::memory_order_seq_cst);
       if (w->signal.load(std::memory_order_seq_cst) == seen)
@@ -63,14 +102,9 @@ void Executor::loop(Worker* w, WaitPolicy policy) {
       w->sleeping.store(0, std::memory_order_relaxed);
       continue;
     }
-    task.fn(task.arg, task.index);
-    Launch* launch = task.launch;
-    if (launch->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      launch->done.store(kDone, std::memory_order_seq_cst);
-      if (launch->caller_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(launch->done);
-      // Last touch of `launch`, which lives on the caller's stack.
-      launch->done.store(kReleased, std::memory_order_release);
-    }
+    run_task(*w, task);
+    // This task's count is held until helping is over, so the launch outlives the help.
+    complete(*task.launch, 1 + help(*task.launch));
   }
 }
 
@@ -79,16 +113,19 @@ void Executor::run(const std::vector<Device>& devices, TaskFn fn, void* arg) {
   launch.remaining.store(static_cast<int>(devices.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> launch_lock(launch_mu_);
+    for (const Device& d : devices) launch.workers.push_back(&worker(d.id));
     for (size_t i = 0; i < devices.size(); ++i) {
-      Worker& w = worker(devices[i].id);
+      Worker& w = *launch.workers[i];
       {
         std::lock_guard<std::mutex> lock(w.mu);
         w.queue.push_back(Task{fn, arg, static_cast<int>(i), &launch});
       }
-      w.signal.fetch_add(1, std::memory_order_seq_cst);
-      if (w.sleeping.load(std::memory_order_seq_cst)) futex_wake_all(w.signal);
+      notify(w);
     }
   }
+  // The caller helps too (not from a worker thread: a body that launched a call and helped would
+  // hold two tasks).
+  if (!tls_on_worker) complete(launch, help(launch));
   spin_then_yield(wait_policy(static_cast<int>(devices.size()) + 1),
                   [&] { return launch.done.load(std::memory_order_acquire) != 0; });
   launch.caller_sleeping.store(1, std::memory_order_seq_cst);
