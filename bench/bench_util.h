@@ -87,4 +87,20 @@ inline std::string flag(int argc, char** argv, const std::string& name,
   return fallback;
 }
 
+// The settings every small benchmark takes: --quick (a smoke run for CTest: 3 reps of short
+// calibrated runs) and --reps=N.
+struct RunSettings {
+  bool quick = false;     // smoke run
+  int reps = 7;           // timed repetitions; the median is reported
+  double target_s = 0.2;  // seconds one calibrated repetition lasts at least
+};
+
+inline RunSettings run_settings(int argc, char** argv) {
+  RunSettings s;
+  s.quick = flag(argc, argv, "quick", "") == "1";
+  s.reps = std::stoi(flag(argc, argv, "reps", s.quick ? "3" : "7"));
+  s.target_s = s.quick ? 0.02 : 0.2;
+  return s;
+}
+
 }  // namespace spmd::bench

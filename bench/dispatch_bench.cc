@@ -13,9 +13,7 @@
 int main(int argc, char** argv) {
   using namespace spmd;
   using namespace spmd::bench;
-  bool quick = flag(argc, argv, "quick", "") == "1";
-  int reps = std::stoi(flag(argc, argv, "reps", quick ? "3" : "7"));
-  double target = quick ? 0.02 : 0.2;
+  const auto [quick, reps, target] = run_settings(argc, argv);
   initialize({.cpu_devices = 8});
   fmt::print("spmd dispatch benchmark: {} cores, median (min) µs per call over {} reps\n",
              sysconf(_SC_NPROCESSORS_ONLN), reps);

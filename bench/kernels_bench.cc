@@ -12,9 +12,7 @@
 int main(int argc, char** argv) {
   using namespace spmd;
   using namespace spmd::bench;
-  bool quick = flag(argc, argv, "quick", "") == "1";
-  int reps = std::stoi(flag(argc, argv, "reps", quick ? "3" : "7"));
-  double target = quick ? 0.02 : 0.2;
+  const auto [quick, reps, target] = run_settings(argc, argv);
   initialize({.cpu_devices = 1});
   fmt::print(
       "spmd kernels benchmark: transpose / dense copy of f32[n, n], median (min) over {} "
