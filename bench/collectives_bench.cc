@@ -12,7 +12,7 @@
 //   build/bench/collectives_bench --quick         smoke run (CI)
 //   options: --devices=2,4,8 --sizes=1K,64K,1M --ops=psum,all_gather --reps=7 --mpi=auto|on|off
 //            --mpi-sizes=64K,256K,1M,4M --rounds=2
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -162,8 +162,7 @@ std::string mpi_binary(const char* argv0) {
 // Median µs per size from one mpirun of bench/mpi_collectives.
 std::map<int64_t, double> run_mpi(const std::string& binary, const std::string& op, int n,
                                   const std::vector<int64_t>& sizes, const Options& options) {
-  std::string size_list;
-  for (int64_t s : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(s);
+  const std::string size_list = fmt::format("{}", fmt::join(sizes, ","));
   std::string cmd = fmt::format(
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
       "mpirun --oversubscribe -np {} {} --op={} --sizes={} --reps={} --target-ms={} 2>/dev/null",
