@@ -20,6 +20,7 @@ struct Executor::Launch {
   std::atomic<int> remaining;
   std::atomic<uint32_t> done{0};
   std::atomic<uint32_t> caller_sleeping{0};
+  std::atomic<int> unstarted;    // tasks no thread has taken yet: helping stops at 0
   std::vector<Worker*> workers;  // of the launch's devices, in order; set before any task runs
 };
 
@@ -54,6 +55,7 @@ bool Executor::take(Worker& w, const Launch* launch, Task& task) {
   task = w.queue.front();
   w.queue.pop_front();
   w.busy = true;
+  task.launch->unstarted.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -72,6 +74,7 @@ void Executor::run_task(Worker& w, const Task& task) {
 int Executor::help(const Launch& launch) {
   int ran = 0;
   for (Worker* w : launch.workers) {
+    if (launch.unstarted.load(std::memory_order_relaxed) == 0) break;
     Task task{};
     if (take(*w, &launch, task)) {
       run_task(*w, task);
@@ -111,6 +114,7 @@ void Executor::loop(Worker* w, WaitPolicy policy) {
 void Executor::run(const std::vector<Device>& devices, TaskFn fn, void* arg) {
   Launch launch;
   launch.remaining.store(static_cast<int>(devices.size()), std::memory_order_relaxed);
+  launch.unstarted.store(static_cast<int>(devices.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> launch_lock(launch_mu_);
     for (const Device& d : devices) launch.workers.push_back(&worker(d.id));
