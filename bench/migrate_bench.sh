@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of spmd-migrate over the examples corpus (examples/legacy/*/main.cc, report mode: it
 # parses, matches and plans every edit but writes nothing), as a ratio to `clang++ -fsyntax-only`
-# over the same files with the same flags, measured in the same run (docs/perf-method.md):
+# over the same files with the same flags, measured in the same run (docs/benchmarks.md):
 #   -j 1: the tool with one job vs clang++ on one file at a time;
 #   -j 2: the tool with two jobs vs clang++ on two files at a time (xargs -P 2).
 # Each round times all four in turn; the table gives every round and the median ratio (target
