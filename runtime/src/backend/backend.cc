@@ -1,4 +1,4 @@
-// Buffer (backend.h) and copies between devices (transfer.h).
+// Buffer (backend.h), dense strides (kernels.h) and copies between devices (transfer.h).
 #include "backend/registry.h"
 #include "backend/transfer.h"
 
@@ -24,6 +24,16 @@ class Scratch {
 };
 
 }  // namespace
+
+Strides dense_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= shape[d];
+  }
+  return strides;
+}
 
 Buffer::Buffer(Device device, size_t bytes)
     : device_(device),

@@ -451,16 +451,6 @@ constexpr C highest() {
 
 }  // namespace
 
-Strides dense_strides(const Shape& shape) {
-  Strides strides(shape.size());
-  int64_t step = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = step;
-    step *= shape[d];
-  }
-  return strides;
-}
-
 void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
   if (src.dtype == dst.dtype) {
     // Moves bits, so NaN payloads and float16 patterns survive unchanged.
