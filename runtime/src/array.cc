@@ -326,10 +326,10 @@ std::vector<std::string> format_elements(const Array& a) {
       for (float v : a.to_vector<float>()) items.push_back(fmt::format("{}", v));
       break;
     case DType::kFloat16:
-      for (float16 v : a.to_vector<float16>()) items.push_back(shortest_text(v));
+      for (float16_t v : a.to_vector<float16_t>()) items.push_back(shortest_text(v));
       break;
     case DType::kBFloat16:
-      for (bfloat16 v : a.to_vector<bfloat16>()) items.push_back(shortest_text(v));
+      for (bfloat16_t v : a.to_vector<bfloat16_t>()) items.push_back(shortest_text(v));
       break;
   }
   for (std::string& item : items) {

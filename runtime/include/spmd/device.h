@@ -16,9 +16,12 @@
 // Thread safety: every function here may be called from any thread.
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "spmd/format.h"
 
 namespace spmd {
 
@@ -31,6 +34,8 @@ struct Device {
   std::string str() const;  // "cpu:3"
   bool operator==(const Device&) const = default;
 };
+// Prints d.str().
+std::ostream& operator<<(std::ostream& os, const Device& d);
 
 struct InitOptions {
   // Number of CPU devices; default: SPMD_CPU_DEVICES, else the number of hardware threads.
@@ -52,3 +57,6 @@ int device_count();
 double collective_timeout_s();
 
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::Device> : spmd::internal::StrFormatter<spmd::Device> {};

@@ -26,12 +26,12 @@ struct Codec {
 };
 // float16 and bfloat16 accumulate in float and round once.
 struct Half {
-  static float load(uint16_t v) { return static_cast<float>(float16::from_bits(v)); }
-  static uint16_t store(float v) { return float16(v).bits; }
+  static float load(uint16_t v) { return static_cast<float>(float16_t::from_bits(v)); }
+  static uint16_t store(float v) { return float16_t(v).bits; }
 };
 struct BHalf {
-  static float load(uint16_t v) { return static_cast<float>(bfloat16::from_bits(v)); }
-  static uint16_t store(float v) { return bfloat16(v).bits; }
+  static float load(uint16_t v) { return static_cast<float>(bfloat16_t::from_bits(v)); }
+  static uint16_t store(float v) { return bfloat16_t(v).bits; }
 };
 
 struct Sum {
