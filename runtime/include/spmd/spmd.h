@@ -9,7 +9,7 @@
 //     spmd::Mesh mesh = spmd::make_mesh({8}, {"i"});
 //     auto total = spmd::shard_map([](const spmd::Array& b) { return spmd::psum(b, "i"); },
 //                                  mesh, spmd::P("i"), spmd::P());
-//     fmt::print("{}\n", total(spmd::arange(16)).str());
+//     fmt::print("{}\n", total(spmd::arange(16)));  // [56, 64]
 //   }
 #pragma once
 
@@ -19,9 +19,12 @@
 #include "spmd/device.h"
 #include "spmd/dtype.h"
 #include "spmd/errors.h"
+#include "spmd/format.h"
 #include "spmd/mesh.h"
+#include "spmd/npy.h"
 #include "spmd/ops.h"
 #include "spmd/partition_spec.h"
 #include "spmd/random.h"
 #include "spmd/shard_map.h"
 #include "spmd/sharding.h"
+#include "spmd/version.h"
