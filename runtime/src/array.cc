@@ -24,8 +24,8 @@ const ArrayImpl& ArrayAccess::impl(const Array& a) {
   }
   if (a.impl_->deleted.load(std::memory_order_acquire)) {
     throw ValueError(fmt::format(
-        "Array {} has been deleted: it was donated to a pmap call (donate_argnums), which may "
-        "reuse its memory. Use the call's result instead, or remove the argument from "
+        "Array {} has been deleted: it was donated to a pmap or shard_map call (donate_argnums), "
+        "which may reuse its memory. Use the call's result instead, or remove the argument from "
         "donate_argnums.",
         type_string(a.impl_->dtype, a.impl_->shape)));
   }

@@ -112,17 +112,20 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   } catch (const ControlFlow&) {
     message = "the call is rerun";
   } catch (const std::exception& e) {
-    message = fmt::format("[on {}] the body of '{}' raised {}: {}", device.str(), fun_name_,
-                          typeid(e).name(), e.what());
+    DeviceError wrapped(
+        fmt::format("the body of '{}' raised {}: {}", fun_name_, typeid(e).name(), e.what()));
+    wrapped.set_device(device.id, device.str());
+    message = wrapped.what();
     try {
-      std::throw_with_nested(DeviceError(message));
+      std::throw_with_nested(wrapped);
     } catch (...) {
       error = std::current_exception();
     }
   } catch (...) {
-    message = fmt::format("[on {}] the body of '{}' raised a non-std::exception", device.str(),
-                          fun_name_);
-    error = std::make_exception_ptr(DeviceError(message));
+    DeviceError wrapped(fmt::format("the body of '{}' raised a non-std::exception", fun_name_));
+    wrapped.set_device(device.id, device.str());
+    message = wrapped.what();
+    error = std::make_exception_ptr(wrapped);
   }
   uint64_t seq = status_[rank].word.load(std::memory_order_relaxed) >> 2;
   publish(rank, seq, kFailed);
