@@ -11,7 +11,8 @@
 //   4) fmt::print("{} {:>9}\n", spmd::P("i"), spmd::float32);            // P('i',)   float32
 #pragma once
 
-#include <fmt/core.h>
+// fmt/format.h, not fmt/core.h: fmt 9 defines formatter<string_view>::format there.
+#include <fmt/format.h>
 
 #include <string_view>
 
