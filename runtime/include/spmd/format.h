@@ -7,8 +7,8 @@
 // publicly, so a program that includes <spmd/spmd.h> can call fmt::print directly.
 //
 // Example:
-//   std::cout << spmd::make_mesh({2, 4}, {"data", "model"}) << '\n';  // Mesh('data': 2, 'model':
-//   4) fmt::print("{} {:>9}\n", spmd::P("i"), spmd::float32);            // P('i',)   float32
+//   std::cout << spmd::make_mesh({4}, {"i"}) << '\n';         // Mesh('i': 4)
+//   fmt::print("{} {:>9}\n", spmd::P("i"), spmd::float32);  // P('i',)   float32
 #pragma once
 
 // fmt/format.h, not fmt/core.h: fmt 9 defines formatter<string_view>::format there.
