@@ -9,6 +9,7 @@
 #include <string>
 
 #include "spmd/spmd.h"
+#include "spmd/version.h"
 
 namespace spmd {
 namespace {

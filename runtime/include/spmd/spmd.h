@@ -1,6 +1,8 @@
 // File: spmd/spmd.h
 //
-// The umbrella header: everything a program written against spmd needs.
+// The umbrella header: everything a program written against spmd needs (spmd/testing.h, the
+// legacy spmd/pmap.h and spmd/version.h, which CMake generates in the build tree, are included
+// separately).
 //
 // Example:
 //   #include <spmd/spmd.h>
@@ -27,4 +29,3 @@
 #include "spmd/random.h"
 #include "spmd/shard_map.h"
 #include "spmd/sharding.h"
-#include "spmd/version.h"

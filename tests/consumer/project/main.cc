@@ -1,6 +1,7 @@
 // A program of a project that uses spmd as a dependency (tests/consumer/run.sh builds it with
 // find_package, add_subdirectory and pkg-config). fmt comes with spmd: no separate dependency.
 #include <spmd/spmd.h>
+#include <spmd/version.h>
 
 #include <iostream>
 
