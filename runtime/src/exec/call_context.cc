@@ -105,17 +105,20 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   } catch (const ControlFlow&) {
     message = "the call is rerun";
   } catch (const std::exception& e) {
-    message = fmt::format("[on {}] the body of '{}' raised {}: {}", device.str(), fun_name(),
-                          typeid(e).name(), e.what());
+    DeviceError wrapped(
+        fmt::format("the body of '{}' raised {}: {}", fun_name(), typeid(e).name(), e.what()));
+    wrapped.set_device(device.id, device.str());
+    message = wrapped.what();
     try {
-      std::throw_with_nested(DeviceError(message));
+      std::throw_with_nested(wrapped);
     } catch (...) {
       error = std::current_exception();
     }
   } catch (...) {
-    message = fmt::format("[on {}] the body of '{}' raised a non-std::exception", device.str(),
-                          fun_name());
-    error = std::make_exception_ptr(DeviceError(message));
+    DeviceError wrapped(fmt::format("the body of '{}' raised a non-std::exception", fun_name()));
+    wrapped.set_device(device.id, device.str());
+    message = wrapped.what();
+    error = std::make_exception_ptr(wrapped);
   }
   check_->failed(rank);
   abort(AbortKind::kDeviceError, error, message);
