@@ -9,6 +9,9 @@ install(TARGETS spmd_runtime spmd_pmap_legacy_impl spmd_pmap_legacy spmd_compat_
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(SPMD_DISTRIBUTED)
+  install(TARGETS spmd_run EXPORT spmdTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(DIRECTORY runtime/include/spmd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         PATTERN "*.in" EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/runtime/include/spmd/version.h
@@ -29,5 +32,10 @@ install(FILES ${PROJECT_BINARY_DIR}/spmdConfig.cmake ${PROJECT_BINARY_DIR}/spmdC
 # spmd.pc finds the prefix from its own folder, so the package stays relocatable like the CMake
 # one (cmake --install --prefix anywhere).
 file(RELATIVE_PATH SPMD_PC_PREFIX_FROM_PCDIR "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+if(SPMD_DISTRIBUTED)
+  set(SPMD_PC_GLOO "-lgloo")
+else()
+  set(SPMD_PC_GLOO "")
+endif()
 configure_file(cmake/spmd.pc.in ${PROJECT_BINARY_DIR}/spmd.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/spmd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,7 +1,7 @@
 # Runs PROGRAM and compares its standard output with the file EXPECTED byte for byte; on a
 # difference, writes the output to ACTUAL and prints a unified diff.
-#   cmake -DPROGRAM=... -DEXPECTED=... -DACTUAL=... -P check_output.cmake
-execute_process(COMMAND ${PROGRAM} OUTPUT_VARIABLE actual ERROR_VARIABLE errors
+#   cmake -DPROGRAM=... [-DARGS=a;b] -DEXPECTED=... -DACTUAL=... -P check_output.cmake
+execute_process(COMMAND ${PROGRAM} ${ARGS} OUTPUT_VARIABLE actual ERROR_VARIABLE errors
                 RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} failed (${status}):\n${errors}\nits output:\n${actual}")

@@ -13,6 +13,7 @@
 #include "backend/registry.h"
 #include "backend/transfer.h"
 #include "exec/call_context.h"
+#include "exec/processes.h"
 #include "layout.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
@@ -41,7 +42,11 @@ Array ArrayAccess::wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma) {
   return a;
 }
 
-Device default_device() { return Device{0, platform_in_use({}), 0}; }
+Device default_device() {
+  const int process = process_layout().index;
+  return Device{process * backend_for(platform_in_use({})).device_count(), platform_in_use({}),
+                process};
+}
 
 Device current_device() {
   DeviceContext* ctx = current_device_context();
@@ -88,7 +93,8 @@ const ShardData& single_shard(const Array& a) {
 
 // Whether kernels for `reader` may read memory of `owner` in place.
 static bool aliasable(const Device& owner, const Device& reader) {
-  return owner.platform == reader.platform && backend_for(owner).can_alias(owner, reader);
+  return owner.platform == reader.platform && is_addressable(owner) &&
+         backend_for(owner).can_alias(owner, reader);
 }
 
 bool is_local(const Array& a, const Device& reader) {
@@ -122,16 +128,38 @@ ConstView broadcast_view(const Array& a, const Shape& shape) {
   return v;
 }
 
+// The error for a read of `region` that needs `shard`, which lives in another process.
+[[noreturn]] static void throw_not_addressable(const ArrayImpl& impl, const ShardData& shard,
+                                               const Index& region) {
+  auto text = [](const Index& index) {
+    std::string out;
+    for (const auto& [begin, end] : index) {
+      out += fmt::format("{}{}:{}", out.empty() ? "" : ", ", begin, end);
+    }
+    return "[" + out + "]";
+  };
+  throw ValueError(fmt::format(
+      "reading {} of this {}[{}] array needs its shard {} on {}, which belongs to process {}; "
+      "this is process {}, which holds only its addressable shards. Read "
+      "Array::addressable_shards() instead, or gather the whole value into every process with "
+      "spmd::process_allgather (every process must call it).",
+      text(region), dtype_name(impl.dtype), fmt::join(impl.shape, ","), text(shard.index),
+      shard.device.str(), shard.device.process_index, process_layout().index));
+}
+
 Array read_region(const Array& a, const Index& region, const Device& device) {
   const ArrayImpl& impl = ArrayAccess::impl(a);
   Shape shape(region.size());
   for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
   Array out = empty_array(impl.dtype, shape, device);
   MutView dst_all = mut_view(out);
-  // Replicated shards hold equal index ranges; like JAX, read the first device of each range.
-  std::set<Index> done;
+  // Replicated shards hold equal index ranges; like JAX, read the first device of each range
+  // that this process holds.
+  std::set<Index> held, done;
   for (const ShardData& s : impl.shards) {
-    if (!done.insert(s.index).second) continue;
+    if (s.buffer) held.insert(s.index);
+  }
+  for (const ShardData& s : impl.shards) {
     Index overlap(region.size());
     bool empty = false;
     for (size_t d = 0; d < region.size(); ++d) {
@@ -140,6 +168,11 @@ Array read_region(const Array& a, const Index& region, const Device& device) {
       empty = empty || overlap[d].first >= overlap[d].second;
     }
     if (empty && shape_size(shape) > 0) continue;
+    if (!s.buffer) {
+      if (!held.count(s.index)) throw_not_addressable(impl, s, region);
+      continue;
+    }
+    if (!done.insert(s.index).second) continue;
     ConstView src{static_cast<const char*>(s.buffer->data()) + s.offset,
                   impl.dtype,
                   {},
@@ -294,6 +327,7 @@ std::vector<Shard> Array::addressable_shards() const {
   const internal::ArrayImpl& impl = ArrayAccess::impl(*this);
   std::vector<Shard> out;
   for (const internal::ShardData& s : impl.shards) {
+    if (!s.buffer) continue;  // another process's shard
     out.push_back(Shard{s.device, s.index,
                         internal::array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset)});
   }
@@ -386,11 +420,14 @@ Array device_put(const Array& x, const NamedSharding& sharding) {
   std::vector<internal::ShardData> shards;
   for (int64_t r = 0; r < mesh.size(); ++r) {
     const Device& device = mesh.devices()[r];
+    Index index = internal::block_index(mesh, sharding.spec(), global, r);
+    if (!internal::is_addressable(device)) {  // another process puts its own blocks
+      shards.push_back(internal::ShardData{device, std::move(index), block, nullptr, 0});
+      continue;
+    }
     Array b = internal::make_block(mesh, x, sharding.spec(), r, device);
     const internal::ShardData& s = internal::single_shard(b);
-    shards.push_back(internal::ShardData{device,
-                                         internal::block_index(mesh, sharding.spec(), global, r),
-                                         block, s.buffer, s.offset});
+    shards.push_back(internal::ShardData{device, std::move(index), block, s.buffer, s.offset});
   }
   return internal::make_sharded_array(x.dtype(), global, sharding, std::move(shards));
 }

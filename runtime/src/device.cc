@@ -9,6 +9,7 @@
 
 #include "backend/registry.h"
 #include "exec/futex.h"
+#include "exec/processes.h"
 #include "settings.h"
 #include "spmd/errors.h"
 
@@ -92,19 +93,43 @@ void initialize(InitOptions options) {
 
 std::vector<Device> devices(std::string_view platform) {
   Platform p = internal::platform_in_use(platform);
-  int n = internal::backend_for(p).device_count();
-  std::vector<Device> out(n);
-  for (int i = 0; i < n; ++i) out[i] = Device{i, p, 0};
+  const int local = internal::backend_for(p).device_count();
+  const int processes = internal::process_layout().count;
+  std::vector<Device> out;
+  out.reserve(static_cast<size_t>(local) * processes);
+  for (int process = 0; process < processes; ++process) {
+    for (int i = 0; i < local; ++i) out.push_back(Device{process * local + i, p, process});
+  }
   return out;
 }
 
 std::vector<Device> devices() { return devices({}); }
 
 int device_count(std::string_view platform) {
-  return internal::backend_for(internal::platform_in_use(platform)).device_count();
+  return internal::backend_for(internal::platform_in_use(platform)).device_count() *
+         internal::process_layout().count;
 }
 
 int device_count() { return device_count({}); }
+
+std::vector<Device> local_devices(std::string_view platform) {
+  Platform p = internal::platform_in_use(platform);
+  const int local = internal::backend_for(p).device_count();
+  const int process = internal::process_layout().index;
+  std::vector<Device> out;
+  for (int i = 0; i < local; ++i) out.push_back(Device{process * local + i, p, process});
+  return out;
+}
+
+std::vector<Device> local_devices() { return local_devices({}); }
+
+int local_device_count() {
+  return internal::backend_for(internal::platform_in_use({})).device_count();
+}
+
+int process_index() { return internal::process_layout().index; }
+
+int process_count() { return internal::process_layout().count; }
 
 std::string default_backend() { return std::string(internal::platform_in_use({}).name()); }
 

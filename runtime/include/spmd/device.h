@@ -77,10 +77,22 @@ void initialize(InitOptions options = {});
 
 // The devices of the default platform, or of `platform`, in id order (JAX's
 // jax.devices(backend)). ValueError for a platform that is not in use, naming those that are.
+// In a multi-process run (spmd/distributed.h) this is every process's devices, ordered by
+// process: process p owns ids [p*L, (p+1)*L) where L = local_device_count().
 std::vector<Device> devices();
 std::vector<Device> devices(std::string_view platform);
 int device_count();
 int device_count(std::string_view platform);
+
+// The devices this process owns (JAX's jax.local_devices()); devices() in one process.
+std::vector<Device> local_devices();
+std::vector<Device> local_devices(std::string_view platform);
+int local_device_count();
+
+// This process's index and the number of processes (JAX's jax.process_index() and
+// jax.process_count()): 0 and 1 unless spmd::distributed::initialize ran.
+int process_index();
+int process_count();
 
 // The default platform's name ("cpu"), JAX's jax.default_backend().
 std::string default_backend();

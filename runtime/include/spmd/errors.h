@@ -1,7 +1,7 @@
 // File: spmd/errors.h
 //
 // The exceptions spmd throws. One class per JAX exception kind, so code ported from JAX can catch
-// the same kinds, plus the three faults of SPMD execution that JAX reports differently.
+// the same kinds, plus the four faults of SPMD execution that JAX reports differently.
 //
 // Every message keeps the key phrases of JAX's message for the same condition and names the
 // argument, the spec, the mesh axis sizes and the fix. An error raised on a device thread inside a
@@ -84,6 +84,13 @@ class CollectiveMismatch : public Error {
 // A collective did not complete within its deadline (SPMD_COLLECTIVE_TIMEOUT_S, default 300 s).
 // The message names the devices that did not arrive and where each one is.
 class CollectiveTimeout : public Error {
+ public:
+  using Error::Error;
+};
+// A multi-process run failed as a whole (spmd/distributed.h): the coordinator did not answer,
+// the processes disagree about the run (process counts, device counts), or another process died
+// or left during a collective. The message names the address or the process.
+class DistributedError : public Error {
  public:
   using Error::Error;
 };

@@ -19,6 +19,7 @@
 #include "spmd/collectives.h"
 #include "spmd/debug.h"
 #include "spmd/device.h"
+#include "spmd/distributed.h"
 #include "spmd/dtype.h"
 #include "spmd/errors.h"
 #include "spmd/format.h"

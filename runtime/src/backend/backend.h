@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/kernels.h"
@@ -68,6 +69,15 @@ class Cancel {
   [[noreturn]] virtual void throw_timeout() = 0;
   // How many device threads the call runs: a hint for how long to spin before sleeping.
   virtual int threads() const = 0;
+  // The call's number among this process's calls over meshes that span processes (1, 2, ...;
+  // 0 for a call inside one process). SPMD programs issue those calls in the same order in every
+  // process, so communicators across processes compare it to catch a process that skipped one.
+  virtual uint64_t cross_process_call() const { return 0; }
+  // What the calling device runs now, for the same comparison: a hash of the collective's
+  // signature (op, axes, dtype, shape, parameters) and its description ("psum of f32[4] over
+  // 'i'"); 0 and "" when unknown.
+  virtual uint64_t collective_hash() const { return 0; }
+  virtual std::string describe_collective() { return ""; }
 };
 
 // Where the members of one new communicator meet while they create their handles: the first

@@ -124,6 +124,12 @@ const InUse& in_use() {
 
 }  // namespace
 
+bool devices_in_use() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.in_use != nullptr;
+}
+
 void register_backend(BackendRegistration registration) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);

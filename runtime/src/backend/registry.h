@@ -32,6 +32,9 @@ void register_backend(BackendRegistration registration);
 // Registers the backends this library was built with (generated; see the file comment).
 void register_builtin_backends();
 
+// Whether the platforms in use are fixed (the devices were used).
+bool devices_in_use();
+
 // The platforms in use, the default one first.
 const std::vector<Platform>& platforms_in_use();
 // The platform in use named `name` (empty: the default platform); ValueError naming the platforms

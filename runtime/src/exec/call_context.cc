@@ -5,6 +5,7 @@
 
 #include <typeinfo>
 
+#include "exec/processes.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal {
@@ -81,7 +82,14 @@ CallContext::CallContext(CallSpec spec)
     : spec_(std::move(spec)),
       timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::duration<double>(spec_.timeout_s))),
-      check_(std::make_unique<InProcessSequenceCheck>(spec_.mesh, spec_.fun_name)) {}
+      check_(std::make_unique<InProcessSequenceCheck>(spec_.mesh, spec_.fun_name)) {
+  for (const Device& d : spec_.mesh.devices()) {
+    if (is_addressable(d)) continue;
+    static std::atomic<uint64_t> calls{0};
+    cross_process_call_ = ++calls;
+    break;
+  }
+}
 
 CallContext::~CallContext() {
   // Every body has returned: the borrowed communicators go back to the pool (or are destroyed if
@@ -172,6 +180,7 @@ Communicator& CallContext::enter(int rank, const OpSignature& sig, const std::ve
                                  const AxisIndexGroups& groups_given) {
   DeviceContext* ctx = current_device_context();
   uint64_t seq = ++ctx->collectives;
+  ctx->signature_hash = sig.hash();
   std::string mismatch = check_->enter(rank, seq, sig);
   if (aborted()) throw_aborted();
   if (!mismatch.empty()) abort_mismatch(mismatch);
@@ -190,6 +199,13 @@ Communicator& CallContext::enter(int rank, const OpSignature& sig, const std::ve
   Communicator& comm = g.sets[group]->handle(ctx->group_rank, *this);
   ctx->cache.push_back({std::move(key), ctx->members, ctx->group_rank, &comm});
   return comm;
+}
+
+uint64_t CallContext::collective_hash() const { return current_device_context()->signature_hash; }
+
+std::string CallContext::describe_collective() {
+  DeviceContext* ctx = current_device_context();
+  return check_->describe(ctx->rank, ctx->collectives);
 }
 
 void CallContext::leave(int rank) { check_->leave(rank, current_device_context()->collectives); }

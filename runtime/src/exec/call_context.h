@@ -92,6 +92,9 @@ class CallContext final : public Cancel {
   [[noreturn]] void throw_aborted() override;
   [[noreturn]] void throw_timeout() override;
   int threads() const override { return num_devices() + 1; }
+  uint64_t cross_process_call() const override { return cross_process_call_; }
+  uint64_t collective_hash() const override;
+  std::string describe_collective() override;
 
  private:
   enum class AbortKind { kNone, kDeviceError, kMismatch, kTimeout };
@@ -108,6 +111,7 @@ class CallContext final : public Cancel {
   CallSpec spec_;
   std::chrono::nanoseconds timeout_;
   std::unique_ptr<SequenceCheck> check_;
+  uint64_t cross_process_call_ = 0;
 
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;  // guards everything below
@@ -124,6 +128,7 @@ struct DeviceContext {
   Device device;
   std::vector<int64_t> coords;  // mesh coordinates
   uint64_t collectives = 0;     // collectives entered so far
+  uint64_t signature_hash = 0;  // of the collective entered last
   bool threw_abort = false;     // this thread already unwinds because the call aborted
   const std::vector<int>* members = nullptr;  // mesh positions of the current collective's group
   int group_rank = 0;                         // this device's rank in that group

@@ -2,6 +2,7 @@
 #include "exec/communicator_pool.h"
 
 #include "backend/registry.h"
+#include "exec/processes.h"
 
 namespace spmd::internal {
 
@@ -16,8 +17,13 @@ Communicator& CommunicatorSet::handle(int rank, Cancel& cancel) {
     std::lock_guard<std::mutex> lock(mu_);
     if (handles_[rank]) return *handles_[rank];
   }
+  // A group over several processes' devices is served by the cross-process communicators
+  // (runtime/src/distributed/), which use the backend's shared-memory path inside each process.
+  bool spans_processes = false;
+  for (const Device& d : members_) spans_processes = spans_processes || !is_addressable(d);
   std::unique_ptr<Communicator> made =
-      backend_.make_communicator(members_, rank, rendezvous_, cancel);
+      spans_processes ? cross_process_factory()(members_, rank, rendezvous_, cancel)
+                      : backend_.make_communicator(members_, rank, rendezvous_, cancel);
   std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) made->abort();
   handles_[rank] = std::move(made);

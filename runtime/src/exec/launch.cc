@@ -5,6 +5,7 @@
 
 #include "array_impl.h"
 #include "exec/executor.h"
+#include "exec/processes.h"
 #include "layout.h"
 #include "spmd/errors.h"
 
@@ -16,10 +17,12 @@ struct Launch {
   DeviceBodyFn fn;
   void* body;
   DeviceOutputs outputs;
+  std::vector<int> ranks;  // the mesh positions of this process's devices, by task index
 };
 
-void run_device(void* arg, int rank) {
+void run_device(void* arg, int index) {
   Launch& launch = *static_cast<Launch*>(arg);
+  const int rank = launch.ranks[index];
   const Mesh& mesh = launch.call->mesh();
   DeviceContext ctx;
   ctx.call = launch.call;
@@ -41,18 +44,38 @@ void run_device(void* arg, int rank) {
 DeviceOutputs launch_erased(CallSpec spec, DeviceBodyFn fn, void* body) {
   CallContext call(std::move(spec));
   const Mesh& mesh = call.mesh();
-  Launch launch{&call, fn, body, DeviceOutputs(mesh.size())};
-  Executor::instance().run(mesh.devices(), &run_device, &launch);
+  // In a multi-process run each process runs the bodies of its own devices only.
+  std::vector<Device> local;
+  std::vector<int> local_ranks;
+  for (int r = 0; r < mesh.size(); ++r) {
+    if (!is_addressable(mesh.devices()[r])) continue;
+    local.push_back(mesh.devices()[r]);
+    local_ranks.push_back(r);
+  }
+  if (local.empty()) {
+    throw NotImplementedError(fmt::format(
+        "'{}' maps over {}, none of whose devices belongs to process {}; in a multi-process run "
+        "every process must own at least one device of the mesh (build it from spmd::devices()).",
+        call.fun_name(), mesh.str(), process_layout().index));
+  }
+  Launch launch{&call, fn, body, DeviceOutputs(mesh.size()), std::move(local_ranks)};
+  Executor::instance().run(local, &run_device, &launch);
   if (std::exception_ptr error = call.error()) std::rethrow_exception(error);
-  const size_t count = launch.outputs[0].size();
-  for (int64_t r = 1; r < mesh.size(); ++r) {
+  const int first = launch.ranks[0];
+  const size_t count = launch.outputs[first].size();
+  for (int r : launch.ranks) {
     if (launch.outputs[r].size() != count) {
       throw ValueError(fmt::format(
           "the body of '{}' returned {} outputs on {} but {} on {}; every device must return the "
           "same number of outputs.",
-          call.fun_name(), count, mesh.devices()[0].str(), launch.outputs[r].size(),
+          call.fun_name(), count, mesh.devices()[first].str(), launch.outputs[r].size(),
           mesh.devices()[r].str()));
     }
+  }
+  // Other processes' devices ran the same program: they stand in with this process's first
+  // blocks for the type checks, and assemble() leaves their shards non-addressable.
+  for (int r = 0; r < mesh.size(); ++r) {
+    if (!is_addressable(mesh.devices()[r])) launch.outputs[r] = launch.outputs[first];
   }
   return std::move(launch.outputs);
 }
@@ -79,6 +102,11 @@ Array assemble(const CallSpec& spec, const PartitionSpec& out_spec, const Shape&
   shards.reserve(mesh.size());
   for (int64_t r = 0; r < mesh.size(); ++r) {
     const Device& device = mesh.devices()[r];
+    if (!is_addressable(device)) {
+      shards.push_back(
+          ShardData{device, block_index(mesh, out_spec, global, r), block_shape, nullptr, 0});
+      continue;
+    }
     Array block = outputs[r][j];
     if (!is_local(block, device)) block = read_region(block, full_index(block.shape()), device);
     const ShardData& s = single_shard(block);

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "exec/processes.h"
+
 namespace spmd::internal {
 
 const char* const kSpmdRule =
@@ -31,6 +33,11 @@ std::string InProcessSequenceCheck::describe(int rank, uint64_t seq) {
 }
 
 std::string InProcessSequenceCheck::where_is(int rank) {
+  const Device& device = mesh_.devices()[rank];
+  if (!is_addressable(device)) {
+    return fmt::format("runs in process {} (the cross-process exchange names where it is)",
+                       device.process_index);
+  }
   uint64_t w = status_[rank].word.load(std::memory_order_seq_cst);
   uint64_t seq = w >> 2;
   switch (static_cast<State>(w & 3)) {

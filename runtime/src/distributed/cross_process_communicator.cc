@@ -1,0 +1,396 @@
+// Hierarchical collectives across processes (cross_process_communicator.h).
+#include "distributed/cross_process_communicator.h"
+
+#include <fmt/format.h>
+#include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
+#include <gloo/common/error.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <type_traits>
+
+#include "backend/element_rules.h"
+#include "spmd/errors.h"
+
+namespace spmd::internal {
+namespace {
+
+using Clock = Cancel::Clock;
+
+// out[i] = in_0[i] op in_1[i] op ... op in_{n-1}[i] for i in [0, count): the CPU backend's
+// reduction order and element rules, so that the bits match a single-process run.
+template <class T, class Rule>
+void fold_typed(const std::vector<const void*>& ins, void* out, int64_t count) {
+  constexpr int64_t kBlock = 1024;
+  ComputeOf<T> acc[kBlock];
+  const int n = static_cast<int>(ins.size());
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t len = std::min(kBlock, count - b);
+    const auto* first = static_cast<const StorageOf<T>*>(ins[0]) + b;
+    for (int64_t i = 0; i < len; ++i) acc[i] = load<T>(&first[i]);
+    for (int q = 1; q < n; ++q) {
+      const auto* in = static_cast<const StorageOf<T>*>(ins[q]) + b;
+      for (int64_t i = 0; i < len; ++i) acc[i] = Rule::apply(acc[i], load<T>(&in[i]));
+    }
+    auto* dst = static_cast<StorageOf<T>*>(out) + b;
+    for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
+  }
+}
+
+template <class Rule>
+void fold_rule(DType dtype, const std::vector<const void*>& ins, void* out, int64_t count) {
+  dispatch(dtype, [&]<class T>(std::type_identity<T>) { fold_typed<T, Rule>(ins, out, count); });
+}
+
+void fold(ReduceKind op, DType dtype, const std::vector<const void*>& ins, void* out,
+          int64_t count) {
+  switch (op) {
+    case ReduceKind::kSum:
+      return fold_rule<SumRule>(dtype, ins, out, count);
+    case ReduceKind::kMax:
+      return fold_rule<MaxRule>(dtype, ins, out, count);
+    case ReduceKind::kMin:
+      return fold_rule<MinRule>(dtype, ins, out, count);
+  }
+}
+
+// How many input bytes each member contributes.
+int64_t input_bytes(const CollectiveRequest& r, int size) {
+  const int64_t item = itemsize(r.dtype);
+  switch (r.kind) {
+    case CollectiveRequest::kAllReduce:
+      return r.a * item;
+    case CollectiveRequest::kReduceScatter:
+      return r.a * size * r.b * item;
+    case CollectiveRequest::kAllGather:
+      return r.a * r.b;
+    case CollectiveRequest::kAllToAll:
+      return size * r.a;
+    case CollectiveRequest::kPermute:
+      return r.a;
+    case CollectiveRequest::kBarrier:
+      return 0;
+  }
+  return 0;
+}
+
+// The header each process sends before the data: what it runs, as collective number `seq` of
+// cross-process call number `call`.
+struct Header {
+  int64_t kind, op, dtype, a, b, call, seq;
+  uint64_t signature;  // Cancel::collective_hash()
+  bool operator==(const Header&) const = default;
+};
+
+Header header_of(const CollectiveRequest& r, uint64_t call, uint64_t seq, uint64_t signature) {
+  const bool typed =
+      r.kind == CollectiveRequest::kAllReduce || r.kind == CollectiveRequest::kReduceScatter;
+  return Header{r.kind,
+                typed ? static_cast<int64_t>(r.op) : 0,
+                typed ? static_cast<int64_t>(r.dtype) : 0,
+                r.a,
+                r.b,
+                static_cast<int64_t>(call),
+                static_cast<int64_t>(seq),
+                signature};
+}
+
+std::string describe(const Header& h) {
+  static const char* const kKinds[] = {"all_reduce", "reduce_scatter", "all_gather",
+                                       "all_to_all", "permute",        "barrier"};
+  static const char* const kOps[] = {"sum", "max", "min"};
+  const char* kind = h.kind >= 0 && h.kind < 6 ? kKinds[h.kind] : "?";
+  switch (h.kind) {
+    case CollectiveRequest::kAllReduce:
+      return fmt::format("{} ({}) of {} {} elements", kind, kOps[h.op % 3],
+                         static_cast<int64_t>(h.a), dtype_name(static_cast<DType>(h.dtype)));
+    case CollectiveRequest::kReduceScatter:
+      return fmt::format("{} ({}) of {} {}", kind, kOps[h.op % 3],
+                         dtype_name(static_cast<DType>(h.dtype)),
+                         fmt::format("[{} x size x {}]", h.a, h.b));
+    case CollectiveRequest::kBarrier:
+      return kind;
+    default:
+      return fmt::format("{} of {} bytes", kind,
+                         h.kind == CollectiveRequest::kAllGather ? h.a * h.b : h.a);
+  }
+}
+
+std::chrono::milliseconds time_left(Cancel& cancel) {
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cancel.deadline() - Clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
+                                           std::shared_ptr<gloo::Context> context)
+    : members_(std::move(members)), context_(std::move(context)) {
+  const int size = static_cast<int>(members_.size());
+  local_index_.assign(size, -1);
+  std::map<int, std::vector<int>> by_process;
+  for (int r = 0; r < size; ++r) by_process[members_[r].process_index].push_back(r);
+  const int me = context_ ? context_->rank : 0;
+  for (const auto& [process, ranks] : by_process) {
+    process_of_.push_back(process);
+    process_ranks_.push_back(ranks);
+  }
+  for (int r : process_ranks_[me]) {
+    local_index_[r] = static_cast<int>(local_ranks_.size());
+    local_ranks_.push_back(r);
+  }
+  requests_.resize(local_ranks_.size());
+}
+
+void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cancel& cancel) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (aborted_) cancel.throw_aborted();
+  requests_[local_index_[rank]] = request;
+  const uint64_t generation = generation_;
+  if (++arrived_ == static_cast<int>(local_ranks_.size())) {
+    // The last to arrive works for every member of this process; the others wait for it.
+    lock.unlock();
+    work(cancel);
+    lock.lock();
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  const Clock::time_point deadline = cancel.deadline();
+  while (generation_ == generation && !aborted_) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == generation &&
+        !aborted_) {
+      lock.unlock();
+      cancel.throw_timeout();
+    }
+  }
+  if (generation_ == generation) {
+    lock.unlock();
+    cancel.throw_aborted();
+  }
+}
+
+void CrossProcessExchange::gloo_failed(const std::exception& e, const char* what, Cancel& cancel) {
+  if (cancel.aborted()) cancel.throw_aborted();
+  const std::string text = e.what();
+  if (text.find("imed out") != std::string::npos) cancel.throw_timeout();
+  std::string processes;
+  for (size_t p = 0; p < process_of_.size(); ++p) {
+    if (static_cast<int>(p) == context_->rank) continue;
+    processes += fmt::format("{}{}", processes.empty() ? "" : ", ", process_of_[p]);
+  }
+  throw DistributedError(fmt::format(
+      "the {} with process{} {} failed: {}. Another process of the run has died, exited or "
+      "aborted this collective (the launcher, spmd-run, names the process that failed first).",
+      what, process_of_.size() > 2 ? "es" : "", processes, text));
+}
+
+void CrossProcessExchange::check_headers(const CollectiveRequest& request, Cancel& cancel) {
+  if (cancel.cross_process_call() != call_) {
+    call_ = cancel.cross_process_call();
+    in_call_ = 0;
+  }
+  const Header mine = header_of(request, call_, ++in_call_, cancel.collective_hash());
+  std::vector<Header> all(context_->size);
+  try {
+    gloo::AllgatherOptions opts(context_);
+    opts.setInput(const_cast<Header*>(&mine), 1);
+    opts.setOutput(all.data(), all.size());
+    opts.setTimeout(time_left(cancel));
+    gloo::allgather(opts);
+  } catch (const gloo::Exception& e) {
+    gloo_failed(e, "exchange of collective headers", cancel);
+  }
+  bool agree = true;
+  for (const Header& h : all) agree = agree && h == all[0];
+  if (agree) return;
+  // Every process sees the same headers, so all of them take this path: exchange what each runs,
+  // in words, for the message.
+  constexpr size_t kText = 256;
+  std::string text = cancel.describe_collective();
+  if (text.empty()) text = describe(mine);
+  text.resize(kText, '\0');
+  text.back() = '\0';
+  std::vector<char> texts(kText * all.size());
+  try {
+    gloo::AllgatherOptions opts(context_);
+    opts.setInput(text.data(), kText);
+    opts.setOutput(texts.data(), texts.size());
+    opts.setTimeout(time_left(cancel));
+    gloo::allgather(opts);
+  } catch (const gloo::Exception& e) {
+    gloo_failed(e, "exchange of mismatched collectives", cancel);
+  }
+  std::string ran;
+  for (size_t p = 0; p < all.size(); ++p) {
+    ran += fmt::format(
+        "{}process {} ran {} as collective #{} of its mapped call #{} over several "
+        "processes",
+        p == 0 ? "" : "; ", process_of_[p], texts.data() + p * kText, all[p].seq, all[p].call);
+  }
+  throw CollectiveMismatch(fmt::format(
+      "processes ran different collectives over devices {}: {}. Every process must make the same "
+      "mapped calls over meshes that span processes, in the same order, and every device must "
+      "run the same collectives in the same order, with the same dtypes, shapes and axes (SPMD): "
+      "look for a call or a collective under process-dependent control flow (process_index, data "
+      "read from files).",
+      fmt::join(members_, ", "), ran));
+}
+
+void CrossProcessExchange::work(Cancel& cancel) {
+  const CollectiveRequest& first = requests_[0];
+  const int size = static_cast<int>(members_.size());
+  check_headers(first, cancel);
+  const int64_t bytes = input_bytes(first, size);
+  if (first.kind == CollectiveRequest::kBarrier) return;
+
+  // Everyone's inputs, this process's read in place, the others' gathered over Gloo.
+  std::vector<size_t> counts;
+  for (const std::vector<int>& ranks : process_ranks_) counts.push_back(ranks.size() * bytes);
+  const size_t local_bytes = local_ranks_.size() * bytes;
+  staging_.resize(local_bytes);
+  gathered_.resize(static_cast<size_t>(size) * bytes);
+  for (size_t i = 0; i < local_ranks_.size(); ++i) {
+    if (bytes > 0) std::memcpy(staging_.data() + i * bytes, requests_[i].in, bytes);
+  }
+  if (bytes > 0) {
+    try {
+      gloo::AllgathervOptions opts(context_);
+      opts.setInput(staging_.data(), local_bytes);
+      opts.setOutput(gathered_.data(), counts);
+      opts.setTimeout(time_left(cancel));
+      gloo::allgatherv(opts);
+    } catch (const gloo::Exception& e) {
+      gloo_failed(e, describe(header_of(first, 0, 0, 0)).c_str(), cancel);
+    }
+  }
+  std::vector<const void*> ins(size);
+  size_t offset = 0;
+  for (const std::vector<int>& ranks : process_ranks_) {
+    for (int r : ranks) {
+      ins[r] = local_index_[r] >= 0 ? requests_[local_index_[r]].in : gathered_.data() + offset;
+      offset += bytes;
+    }
+  }
+  compute(ins);
+}
+
+void CrossProcessExchange::compute(const std::vector<const void*>& ins) {
+  const int size = static_cast<int>(members_.size());
+  const CollectiveRequest& first = requests_[0];
+  switch (first.kind) {
+    case CollectiveRequest::kAllReduce: {
+      fold(first.op, first.dtype, ins, first.out, first.a);
+      const int64_t bytes = first.a * itemsize(first.dtype);
+      for (size_t i = 1; i < requests_.size(); ++i) {
+        if (bytes > 0) std::memcpy(requests_[i].out, first.out, bytes);
+      }
+      return;
+    }
+    case CollectiveRequest::kReduceScatter: {
+      const int64_t item = itemsize(first.dtype), inner = first.b;
+      std::vector<const void*> rows(size);
+      for (size_t i = 0; i < requests_.size(); ++i) {
+        const int rank = local_ranks_[i];
+        for (int64_t o = 0; o < first.a; ++o) {
+          const int64_t offset = (o * size + rank) * inner * item;
+          for (int q = 0; q < size; ++q) rows[q] = static_cast<const char*>(ins[q]) + offset;
+          fold(first.op, first.dtype, rows, static_cast<char*>(requests_[i].out) + o * inner * item,
+               inner);
+        }
+      }
+      return;
+    }
+    case CollectiveRequest::kAllGather: {
+      const int64_t row = first.b;
+      for (const CollectiveRequest& r : requests_) {
+        char* dst = static_cast<char*>(r.out);
+        for (int64_t o = 0; o < first.a; ++o) {
+          for (int q = 0; q < size; ++q) {
+            std::memcpy(dst + (o * size + q) * row, static_cast<const char*>(ins[q]) + o * row,
+                        row);
+          }
+        }
+      }
+      return;
+    }
+    case CollectiveRequest::kAllToAll: {
+      const int64_t chunk = first.a;
+      for (size_t i = 0; i < requests_.size(); ++i) {
+        const int rank = local_ranks_[i];
+        for (int q = 0; q < size; ++q) {
+          std::memcpy(static_cast<char*>(requests_[i].out) + q * chunk,
+                      static_cast<const char*>(ins[q]) + rank * chunk, chunk);
+        }
+      }
+      return;
+    }
+    case CollectiveRequest::kPermute: {
+      for (const CollectiveRequest& r : requests_) {
+        if (r.src < 0) {
+          std::memset(r.out, 0, first.a);
+        } else {
+          std::memcpy(r.out, ins[r.src], first.a);
+        }
+      }
+      return;
+    }
+    case CollectiveRequest::kBarrier:
+      return;
+  }
+}
+
+void CrossProcessExchange::abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  cv_.notify_all();
+}
+
+bool CrossProcessExchange::release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !aborted_ && arrived_ == 0;
+}
+
+void CrossProcessCommunicator::all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in,
+                                          void* out, const Keep&, Cancel& cancel) {
+  exchange_->run(rank_, {CollectiveRequest::kAllReduce, op, dtype, count, 0, -1, in, out}, cancel);
+}
+
+void CrossProcessCommunicator::reduce_scatter(ReduceKind op, DType dtype, int64_t outer,
+                                              int64_t inner, const void* in, void* out, const Keep&,
+                                              Cancel& cancel) {
+  exchange_->run(rank_, {CollectiveRequest::kReduceScatter, op, dtype, outer, inner, -1, in, out},
+                 cancel);
+}
+
+void CrossProcessCommunicator::all_gather(int64_t outer, int64_t row_bytes, const void* in,
+                                          void* out, const Keep&, Cancel& cancel) {
+  exchange_->run(rank_,
+                 {CollectiveRequest::kAllGather, ReduceKind::kSum, DType::kBool, outer, row_bytes,
+                  -1, in, out},
+                 cancel);
+}
+
+void CrossProcessCommunicator::all_to_all(int64_t chunk_bytes, const void* in, void* out,
+                                          const Keep&, Cancel& cancel) {
+  exchange_->run(
+      rank_,
+      {CollectiveRequest::kAllToAll, ReduceKind::kSum, DType::kBool, chunk_bytes, 0, -1, in, out},
+      cancel);
+}
+
+void CrossProcessCommunicator::permute(int src, int64_t bytes, const void* in, void* out,
+                                       const Keep&, Cancel& cancel) {
+  exchange_->run(
+      rank_, {CollectiveRequest::kPermute, ReduceKind::kSum, DType::kBool, bytes, 0, src, in, out},
+      cancel);
+}
+
+void CrossProcessCommunicator::barrier(Cancel& cancel) { exchange_->run(rank_, {}, cancel); }
+
+}  // namespace spmd::internal

@@ -1,0 +1,104 @@
+// Internal: communicators over groups of devices that span processes. Hierarchical: the members of
+// one process meet in shared memory; the last of them to arrive exchanges this process's inputs
+// with one such thread per other process over Gloo (TCP), then computes the outputs of every
+// member of this process, visiting inputs in rank order exactly as the CPU backend does, so that a
+// reduction has the same bits as in one process with the same device count.
+//
+// Before the data, the processes exchange a header (collective, dtype, sizes, the call's number
+// among calls over several processes, the collective's number in the call): processes that run
+// different collectives, or one that skipped a call's collectives, get CollectiveMismatch instead
+// of garbage or a hang.
+// Every Gloo operation ends by the calling device's deadline; a peer that dies closes its
+// connections, which fails the operation at once (DistributedError). A call that aborts destroys
+// its communicators, which closes their connections and so wakes the other processes too.
+//
+// Members read each other's inputs only while every member of this process waits in the
+// collective, so nothing needs to be kept (`keep` is unused).
+#pragma once
+
+#include <gloo/context.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace spmd::internal {
+
+// What one member asks of a collective.
+struct CollectiveRequest {
+  enum Kind : int64_t { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kPermute, kBarrier };
+  Kind kind = kBarrier;
+  ReduceKind op = ReduceKind::kSum;
+  DType dtype = DType::kFloat32;
+  int64_t a = 0, b = 0;  // count | outer, inner | outer, row_bytes | chunk_bytes | bytes
+  int src = -1;          // permute's source rank
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+
+// The state the members of this process share for one cross-process communicator.
+class CrossProcessExchange {
+ public:
+  // `members` in rank order; `context` connects one participant per process that owns members,
+  // ranked by process index.
+  CrossProcessExchange(std::vector<Device> members, std::shared_ptr<gloo::Context> context);
+
+  void run(int rank, const CollectiveRequest& request, Cancel& cancel);
+  void abort();
+  bool release();
+
+ private:
+  // The last member of this process to arrive: the exchange with the other processes and every
+  // local output.
+  void work(Cancel& cancel);
+  void check_headers(const CollectiveRequest& request, Cancel& cancel);
+  void compute(const std::vector<const void*>& ins);
+  [[noreturn]] void gloo_failed(const std::exception& e, const char* what, Cancel& cancel);
+
+  const std::vector<Device> members_;
+  const std::shared_ptr<gloo::Context> context_;
+  std::vector<int> local_ranks_;                 // ranks of this process's members, ascending
+  std::vector<int> local_index_;                 // rank -> index in local_ranks_, or -1
+  std::vector<std::vector<int>> process_ranks_;  // Gloo rank -> the ranks it owns, ascending
+  std::vector<int> process_of_;                  // Gloo rank -> process index
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool aborted_ = false;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;                  // completed collectives
+  uint64_t call_ = 0;                        // the cross-process call of the last collective
+  uint64_t in_call_ = 0;                     // collectives of that call so far
+  std::vector<CollectiveRequest> requests_;  // by local index, for the current collective
+  std::vector<char> staging_, gathered_;     // this process's inputs; everyone's inputs
+};
+
+// One rank's handle.
+class CrossProcessCommunicator final : public Communicator {
+ public:
+  CrossProcessCommunicator(std::shared_ptr<CrossProcessExchange> exchange, int rank)
+      : exchange_(std::move(exchange)), rank_(rank) {}
+
+  void all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in, void* out, const Keep&,
+                  Cancel& cancel) override;
+  void reduce_scatter(ReduceKind op, DType dtype, int64_t outer, int64_t inner, const void* in,
+                      void* out, const Keep&, Cancel& cancel) override;
+  void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out, const Keep&,
+                  Cancel& cancel) override;
+  void all_to_all(int64_t chunk_bytes, const void* in, void* out, const Keep&,
+                  Cancel& cancel) override;
+  void permute(int src, int64_t bytes, const void* in, void* out, const Keep&,
+               Cancel& cancel) override;
+  void barrier(Cancel& cancel) override;
+  void abort() override { exchange_->abort(); }
+  bool release() override { return exchange_->release(); }
+
+ private:
+  std::shared_ptr<CrossProcessExchange> exchange_;
+  int rank_;
+};
+
+}  // namespace spmd::internal

@@ -1,0 +1,226 @@
+// Every collective over a global mesh of 8 devices, its results written by a single-process run
+// (`collectives_check write DIR`) and checked bit for bit by a multi-process run of the same
+// program under spmd-run (`collectives_check check DIR`): each process compares the shards it
+// holds with the same region of the single-process result. Axes inside one process, across
+// processes and both, over every reduction dtype and sizes on both sides of the CPU backend's
+// algorithm switches.
+#include <fmt/format.h>
+#include <spmd/distributed.h>
+#include <spmd/spmd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "array_impl.h"
+
+namespace {
+
+using spmd::Array;
+using spmd::Mesh;
+using spmd::P;
+
+// Values whose sums round differently in every order: normal samples over 12 binary orders of
+// magnitude.
+Array data(int64_t n, spmd::DType dtype, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> scale(-6, 6);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& x : v) x = std::ldexp(normal(gen), scale(gen));
+  if (dtype == spmd::int32) {
+    for (double& x : v) x = std::floor(x * 1000);
+  }
+  return spmd::Array::from_vector<double>(v).astype(dtype);
+}
+
+struct Case {
+  std::string name;
+  std::function<Array()> run;
+};
+
+// shard_map over `mesh` with x split along dimension 0 over every axis and each device's result
+// concatenated the same way, so that every device's output is checked.
+Array per_device(const Mesh& mesh, const std::function<Array(const Array&)>& body, const Array& x) {
+  spmd::PartitionSpec all(
+      std::vector<spmd::PartitionSpec::Entry>{spmd::PartitionSpec::Entry(mesh.axis_names())});
+  auto f = spmd::shard_map([&](const Array& b) { return body(b); }, mesh, all, all,
+                           {.check_vma = false, .name = "collectives_check"});
+  return f(x);
+}
+
+std::vector<Case> cases() {
+  const int n = spmd::device_count();
+  Mesh flat = spmd::make_mesh({n}, {"i"});
+  Mesh grid = spmd::make_mesh({2, n / 2}, {"p", "l"});  // p across processes, l mostly within
+  Mesh cols = spmd::make_mesh({n / 2, 2}, {"a", "b"});  // b within a process, a across
+  std::vector<Case> out;
+  const std::vector<std::pair<std::string, spmd::DType>> dtypes = {{"f32", spmd::float32},
+                                                                   {"f64", spmd::float64},
+                                                                   {"bf16", spmd::bfloat16},
+                                                                   {"f16", spmd::float16},
+                                                                   {"i32", spmd::int32}};
+  for (const auto& [dname, dtype] : dtypes) {
+    for (int64_t per : {int64_t{3}, int64_t{1000}, int64_t{70000}}) {
+      const spmd::DType dt = dtype;
+      out.push_back({fmt::format("psum_{}_{}_flat", dname, per), [=] {
+                       return per_device(
+                           flat, [](const Array& b) { return spmd::psum(b, "i"); },
+                           data(per * n, dt, 1));
+                     }});
+    }
+    const spmd::DType dt = dtype;
+    out.push_back({fmt::format("psum_{}_grid_p", dname), [=] {
+                     return per_device(
+                         grid, [](const Array& b) { return spmd::psum(b, "p"); },
+                         data(500 * n, dt, 2));
+                   }});
+    out.push_back({fmt::format("psum_{}_grid_l", dname), [=] {
+                     return per_device(
+                         grid, [](const Array& b) { return spmd::psum(b, "l"); },
+                         data(500 * n, dt, 3));
+                   }});
+    out.push_back({fmt::format("psum_{}_grid_lp", dname), [=] {
+                     return per_device(
+                         grid,
+                         [](const Array& b) {
+                           return spmd::psum(b, {"l", "p"});
+                         },
+                         data(500 * n, dt, 4));
+                   }});
+  }
+  out.push_back({"pmax_cols_a", [=] {
+                   return per_device(
+                       cols, [](const Array& b) { return spmd::pmax(b, "a"); },
+                       data(64 * n, spmd::float32, 5));
+                 }});
+  out.push_back({"pmin_cols_ab", [=] {
+                   return per_device(
+                       cols,
+                       [](const Array& b) {
+                         return spmd::pmin(b, {"a", "b"});
+                       },
+                       data(64 * n, spmd::float32, 6));
+                 }});
+  out.push_back({"pmean_flat", [=] {
+                   return per_device(
+                       flat, [](const Array& b) { return spmd::pmean(b, "i"); },
+                       data(100 * n, spmd::float32, 7));
+                 }});
+  out.push_back({"all_gather_flat_tiled", [=] {
+                   return per_device(
+                       flat,
+                       [](const Array& b) { return spmd::all_gather(b, "i", {.tiled = true}); },
+                       data(10 * n, spmd::float32, 8));
+                 }});
+  out.push_back({"all_gather_grid_p", [=] {
+                   return per_device(
+                       grid,
+                       [](const Array& b) {
+                         return spmd::all_gather(b.reshape({1, -1}), "p").reshape({-1});
+                       },
+                       data(12 * n, spmd::int32, 9));
+                 }});
+  out.push_back({"psum_scatter_flat", [=] {
+                   return per_device(
+                       flat,
+                       [](const Array& b) { return spmd::psum_scatter(b, "i", {.tiled = true}); },
+                       data(16 * n * n, spmd::float32, 10));
+                 }});
+  out.push_back({"psum_scatter_cols_a", [=] {
+                   return per_device(
+                       cols,
+                       [](const Array& b) { return spmd::psum_scatter(b, "a", {.tiled = true}); },
+                       data(8 * n * n, spmd::bfloat16, 11));
+                 }});
+  out.push_back(
+      {"all_to_all_flat", [=] {
+         return per_device(
+             flat, [](const Array& b) { return spmd::all_to_all(b, "i", 0, 0, {.tiled = true}); },
+             data(4 * n * n, spmd::float32, 12));
+       }});
+  out.push_back({"ppermute_flat_shift", [=] {
+                   std::vector<std::pair<int, int>> perm;
+                   for (int k = 0; k < n; ++k) perm.push_back({k, (k + 1) % n});
+                   return per_device(
+                       flat, [perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
+                       data(50 * n, spmd::float64, 13));
+                 }});
+  out.push_back({"ppermute_grid_p_partial", [=] {
+                   return per_device(
+                       grid,
+                       [](const Array& b) {
+                         return spmd::ppermute(b, "p", {{0, 1}});
+                       },
+                       data(20 * n, spmd::float32, 14));
+                 }});
+  out.push_back({"axis_index_psum_mixed", [=] {
+                   return per_device(
+                       grid,
+                       [](const Array& b) {
+                         Array i = spmd::axis_index({"p", "l"}).astype(spmd::float32);
+                         return spmd::psum(b * i, "p") + spmd::psum(b, "l");
+                       },
+                       data(30 * n, spmd::float32, 15));
+                 }});
+  return out;
+}
+
+// Compares every shard this process holds with the same region of `expected`; "" when equal.
+std::string compare(const Array& got, const Array& expected) {
+  if (got.dtype() != expected.dtype() || got.shape() != expected.shape()) {
+    return fmt::format("type {} {} but the reference is {} {}", got.dtype(),
+                       spmd::shape_tuple_string(got.shape()), expected.dtype(),
+                       spmd::shape_tuple_string(expected.shape()));
+  }
+  for (const spmd::Shard& s : got.addressable_shards()) {
+    Array want = spmd::internal::read_region(expected, s.index, s.device);
+    spmd::internal::ConstView a = spmd::internal::const_view(s.data);
+    spmd::internal::ConstView b = spmd::internal::const_view(want);
+    const size_t bytes = static_cast<size_t>(s.data.size()) * spmd::itemsize(got.dtype());
+    if (std::memcmp(a.data, b.data, bytes) != 0) {
+      return fmt::format("the shard on {} differs from the single-process result", s.device);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (std::strcmp(argv[1], "write") != 0 && std::strcmp(argv[1], "check") != 0)) {
+    fmt::print(stderr, "usage: collectives_check write|check DIR\n");
+    return 2;
+  }
+  const bool write = std::strcmp(argv[1], "write") == 0;
+  const std::string dir = argv[2];
+  if (!write) spmd::distributed::initialize();
+  if (spmd::device_count() != 8) {
+    fmt::print(stderr, "collectives_check needs 8 devices in all, got {}\n", spmd::device_count());
+    return 2;
+  }
+  int failures = 0, checked = 0;
+  for (const Case& c : cases()) {
+    Array result = c.run();
+    const std::string path = fmt::format("{}/{}.npy", dir, c.name);
+    if (write) {
+      spmd::save(path, result);
+      continue;
+    }
+    std::string problem = compare(result, spmd::load(path));
+    ++checked;
+    if (!problem.empty()) {
+      ++failures;
+      fmt::print("MISMATCH {}: {}\n", c.name, problem);
+    }
+  }
+  if (!write) {
+    fmt::print("process {} of {}: {} cases, {} bit-identical to one process, {} differ\n",
+               spmd::process_index(), spmd::process_count(), checked, checked - failures, failures);
+    spmd::distributed::shutdown();
+  }
+  return failures == 0 ? 0 : 1;
+}
