@@ -5,7 +5,7 @@
 //   gloo::allreduce)
 // The MPI reference is bench/mpi_collectives (--op=psum, 8 ranks under mpirun);
 // bench/distributed_bench.sh runs all three and prints the ratios. Every process uses the same
-// iteration count per size (k = 32 MiB / S, at least 4), so no process waits on another's
+// iteration count per size (k = 4 MiB / S, at least 4), so no process waits on another's
 // calibration; process 0 prints "<bytes> <median µs> <min µs>" per size over --reps rounds.
 #include <fmt/format.h>
 #include <gloo/allreduce.h>
@@ -31,7 +31,7 @@ using spmd::bench::Clock;
 using spmd::bench::flag;
 using spmd::bench::seconds;
 
-int64_t iterations(int64_t bytes) { return std::max<int64_t>(4, (int64_t{32} << 20) / bytes); }
+int64_t iterations(int64_t bytes) { return std::max<int64_t>(4, (int64_t{4} << 20) / bytes); }
 
 void print(int64_t bytes, const std::vector<double>& t) {
   fmt::print("{} {:.3f} {:.3f}\n", bytes, spmd::bench::median(t) * 1e6,
