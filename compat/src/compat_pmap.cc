@@ -109,16 +109,18 @@ std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
       squeezed.push_back(in_axes[i] ? squeeze(blocks[i], std::vector<int>{*in_axes[i]})
                                     : blocks[i]);
     }
-    std::vector<Array> outputs = body.call(body.object, squeezed);
+    std::vector<Array> outputs = internal::call_body(body, squeezed);
     std::vector<std::optional<int>> out_axes = internal::pmap::resolve_out_axes(plan, outputs);
     for (size_t o = 0; o < outputs.size(); ++o) {
       if (out_axes[o]) outputs[o] = expand_dims(outputs[o], *out_axes[o]);
     }
     return outputs;
   };
-  internal::BodyRef adapter_ref{&adapter, [](const void* object, const std::vector<Array>& b) {
+  internal::BodyRef adapter_ref{&adapter,
+                                [](const void* object, const std::vector<Array>& b) {
                                   return (*static_cast<const decltype(adapter)*>(object))(b);
-                                }};
+                                },
+                                /*user_code=*/false};
   std::vector<Array> results =
       internal::run_shard_map(*shard_plan, args, positions, adapter_ref, /*num_outputs=*/-1);
   const std::vector<MapAxis>& given = plan.options.out_axes;

@@ -12,6 +12,7 @@
 #include "array_impl.h"
 #include "backend/registry.h"
 #include "backend/transfer.h"
+#include "checks.h"
 #include "exec/call_context.h"
 #include "layout.h"
 #include "spmd/errors.h"
@@ -63,7 +64,13 @@ Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer
 }
 
 Array empty_array(DType dtype, const Shape& shape, const Device& device) {
-  auto buffer = std::make_shared<Buffer>(device, shape_size(shape) * itemsize(dtype));
+  const int64_t bytes = checked_bytes(shape, dtype, "");
+  std::shared_ptr<Buffer> buffer;
+  try {
+    buffer = std::make_shared<Buffer>(device, static_cast<size_t>(bytes));
+  } catch (const ResourceExhausted& e) {
+    throw ResourceExhausted(fmt::format("{} (an array of {})", e.what(), long_type(dtype, shape)));
+  }
   return array_from_buffer(dtype, shape, std::move(buffer), 0);
 }
 
@@ -73,9 +80,11 @@ Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding
       std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(sharding), std::move(shards)));
 }
 
-std::string long_type(const Array& a) {
-  return fmt::format("{}[{}]", dtype_name(a.dtype()), fmt::join(a.shape(), ","));
+std::string long_type(DType dtype, const Shape& shape) {
+  return fmt::format("{}[{}]", dtype_name(dtype), fmt::join(shape, ","));
 }
+
+std::string long_type(const Array& a) { return long_type(a.dtype(), a.shape()); }
 
 const ShardData& single_shard(const Array& a) {
   const ArrayImpl& impl = ArrayAccess::impl(a);
@@ -235,15 +244,11 @@ void delete_array(const Array& a) {
 }
 
 Array make_host_array(DType dtype, const void* data, Shape shape, size_t count) {
-  for (int64_t extent : shape) {
-    if (extent < 0) {
-      throw ValueError(fmt::format("negative dimension in shape {}", shape_tuple_string(shape)));
-    }
-  }
-  if (static_cast<int64_t>(count) != shape_size(shape)) {
+  const int64_t size = checked_size(shape, "Array::from_vector");
+  if (count != static_cast<uint64_t>(size)) {
     throw ValueError(
         fmt::format("Array::from_vector got {} values for shape {}, which holds {} elements", count,
-                    shape_tuple_string(shape), shape_size(shape)));
+                    shape_tuple_string(shape), size));
   }
   Device device = current_device();
   Array out = empty_array(dtype, shape, device);
@@ -396,6 +401,7 @@ Array device_put(const Array& x, const NamedSharding& sharding) {
 }
 
 Array device_put(const Array& x, const Device& device) {
+  internal::check_device(device, "device_put's device");
   if (internal::is_local(x, device) && internal::single_shard(x).device == device) return x;
   return internal::read_region(x, internal::full_index(x.shape()), device);
 }

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "exec/launch.h"
 #include "layout.h"
 #include "spmd/errors.h"
@@ -282,8 +283,11 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   check_inputs(plan, args, arg_positions, in_specs);
   check_donation(plan.options.donate_argnums, arg_positions);
 
+  const std::optional<double>& timeout = plan.options.collective_timeout_s;
   CallSpec call{mesh, manual, plan.options.check_vma,
-                plan.options.collective_timeout_s.value_or(collective_timeout_s()), plan.fun_name};
+                timeout ? checked_timeout(*timeout, "ShardMapOptions::collective_timeout_s")
+                        : collective_timeout_s(),
+                plan.fun_name};
   std::vector<uint64_t> in_vma;
   for (const PartitionSpec& spec : in_specs) {
     in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, spec) : 0);
@@ -295,7 +299,7 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
       blocks.push_back(
           with_vma(make_block(mesh, args[i], in_specs[i], ctx.rank, ctx.device), in_vma[i]));
     }
-    return body.call(body.object, blocks);
+    return call_body(body, blocks);
   });
 
   const size_t count = outputs[0].size();

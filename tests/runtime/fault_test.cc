@@ -66,7 +66,7 @@ TEST(Faults, SpmdErrorsKeepTheirTypeAndRecordTheDevice) {
     f(arange(8));
     FAIL() << "expected ValueError";
   } catch (const ValueError& e) {
-    EXPECT_EQ(e.device(), 2);
+    EXPECT_EQ(e.device(), devices()[2]);
     EXPECT_THAT(e.what(), ::testing::StartsWith("[on cpu:2] cannot reshape array"));
   }
 }

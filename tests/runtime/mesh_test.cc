@@ -75,15 +75,16 @@ TEST(Devices, InitializeAgainIsANoOpOrAnError) {
   initialize({.cpu_devices = 8});
   expect_error<ValueError>([] { initialize({.cpu_devices = 4}); },
                            {"must run before the devices are first used", "cpu_devices=8"});
-  expect_error<ValueError>([] { initialize({.cpu_devices = 0}); }, {"must be positive"});
+  expect_error<ValueError>([] { initialize({.cpu_devices = 0}); },
+                           {"InitOptions::cpu_devices must be a whole number from 1 to 4096"});
 }
 
 TEST(Errors, SetDevicePrefixesOnce) {
   ValueError e("bad");
-  e.set_device(3, "cpu:3");
-  e.set_device(4, "cpu:4");
+  e.set_device(Device{3});
+  e.set_device(Device{4});
   EXPECT_STREQ(e.what(), "[on cpu:3] bad");
-  EXPECT_EQ(e.device(), 3);
+  EXPECT_EQ(e.device(), Device{3});
 }
 
 // ---- Mesh ----

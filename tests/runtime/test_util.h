@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <initializer_list>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "spmd/spmd.h"
@@ -53,6 +55,22 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> phrases) {
     for (const std::string& p : phrases) EXPECT_THAT(e.what(), ::testing::HasSubstr(p));
   } catch (const std::exception& e) {
     ADD_FAILURE() << "unexpected exception type " << typeid(e).name() << ": " << e.what();
+  }
+}
+
+// Runs `call` until it does not raise DeviceUnavailable, at most `limit` long: a device that an
+// earlier call quarantined (its body stuck past the deadline) is usable again once that body
+// returns. Returns what `call` returns; the last DeviceUnavailable escapes after `limit`.
+template <class F>
+auto when_available(F&& call, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    try {
+      return call();
+    } catch (const DeviceUnavailable&) {
+      if (std::chrono::steady_clock::now() > end) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 }
 

@@ -57,7 +57,8 @@ struct ShardMapOptions {
   std::set<std::string> axis_names = {};
   // Name of the mapped function in error messages; empty: derived from the callable's type.
   std::string name = "";
-  // Collective deadline for this call in seconds; empty: spmd::collective_timeout_s().
+  // Collective deadline for this call in seconds, positive and at most 1e9 (ValueError otherwise,
+  // as for InitOptions); empty: spmd::collective_timeout_s().
   std::optional<double> collective_timeout_s = std::nullopt;
   // Positions (among all of f's arguments) of Array arguments the call consumes (JAX's
   // jit(shard_map(...), donate_argnums)): deleted after the call; a later use is a ValueError.
@@ -97,10 +98,12 @@ struct ShardMapPlan {
   std::function<Specs(const std::vector<Array>& outputs)> out_specs_from = nullptr;
 };
 
-// A non-owning callable: blocks of this device -> outputs of this device.
+// A non-owning callable: blocks of this device -> outputs of this device. `user_code`: it is
+// the user's function (false for spmd's own adapters around it, such as the compat pmap's).
 struct BodyRef {
   const void* object;
   std::vector<Array> (*call)(const void* object, const std::vector<Array>& blocks);
+  bool user_code = true;
 };
 
 // Runs the body on every mesh device and assembles the outputs (the non-template part of

@@ -11,50 +11,72 @@
 namespace spmd::internal {
 namespace {
 
+// The state of one launch, on the heap: a body its caller stopped waiting for (see
+// Executor::Owner::poll) may still use it. `body` lives on the caller's stack: a body reaches it
+// only after CallContext::start says the call is alive, and by then the caller waits for it.
 struct Launch {
-  CallContext* call;
+  Launch(CallSpec spec, DeviceBodyFn body_fn, void* body_object)
+      : call(std::move(spec)), fn(body_fn), body(body_object), outputs(call.mesh().size()) {}
+  CallContext call;
   DeviceBodyFn fn;
   void* body;
   DeviceOutputs outputs;
+  Executor::Launch* executor = nullptr;
 };
 
 void run_device(void* arg, int rank) {
   Launch& launch = *static_cast<Launch*>(arg);
-  const Mesh& mesh = launch.call->mesh();
+  if (!launch.call.start(rank)) return;
+  const Mesh& mesh = launch.call.mesh();
   DeviceContext ctx;
-  ctx.call = launch.call;
+  ctx.call = &launch.call;
   ctx.rank = rank;
   ctx.device = mesh.devices()[rank];
   ctx.coords = mesh.coords(rank);
-  ctx.bound = launch.call->manual_mask();
-  DeviceScope scope(&ctx);
-  try {
-    launch.outputs[rank] = launch.fn(launch.body, ctx);
-    launch.call->finish(rank);
-  } catch (...) {
-    if (!ctx.threw_abort) launch.call->fail(rank, std::current_exception());
+  ctx.bound = launch.call.manual_mask();
+  {
+    DeviceScope scope(&ctx);
+    try {
+      launch.outputs[rank] = launch.fn(launch.body, ctx);
+      launch.call.finish(rank);
+    } catch (...) {
+      if (!ctx.threw_abort) launch.call.fail(rank, std::current_exception());
+    }
   }
+  launch.call.done(rank);
 }
+
+Executor::Verdict poll(void* arg) {
+  Settlement s = static_cast<Launch*>(arg)->call.settle();
+  return Executor::Verdict{s.abandon, std::move(s.stuck), std::move(s.why), s.until};
+}
+
+void device_lost(void* arg, int rank, const std::string& why) {
+  static_cast<Launch*>(arg)->call.lose(rank, why);
+}
+
+constexpr Executor::Owner kOwner{&run_device, &poll, &device_lost};
 
 }  // namespace
 
 DeviceOutputs launch_erased(CallSpec spec, DeviceBodyFn fn, void* body) {
-  CallContext call(std::move(spec));
-  const Mesh& mesh = call.mesh();
-  Launch launch{&call, fn, body, DeviceOutputs(mesh.size())};
-  Executor::instance().run(mesh.devices(), &run_device, &launch);
-  if (std::exception_ptr error = call.error()) std::rethrow_exception(error);
-  const size_t count = launch.outputs[0].size();
+  auto launch = std::make_shared<Launch>(std::move(spec), fn, body);
+  launch->call.set_abort_listener(
+      [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); }, launch.get());
+  const Mesh& mesh = launch->call.mesh();
+  Executor::instance().run(mesh.devices(), kOwner, launch.get(), launch, &launch->executor);
+  if (std::exception_ptr error = launch->call.error()) std::rethrow_exception(error);
+  const size_t count = launch->outputs[0].size();
   for (int64_t r = 1; r < mesh.size(); ++r) {
-    if (launch.outputs[r].size() != count) {
+    if (launch->outputs[r].size() != count) {
       throw ValueError(fmt::format(
           "the body of '{}' returned {} outputs on {} but {} on {}; every device must return the "
           "same number of outputs.",
-          call.fun_name(), count, mesh.devices()[0].str(), launch.outputs[r].size(),
+          launch->call.fun_name(), count, mesh.devices()[0].str(), launch->outputs[r].size(),
           mesh.devices()[r].str()));
     }
   }
-  return std::move(launch.outputs);
+  return std::move(launch->outputs);
 }
 
 void check_same_types(const CallSpec& spec, const DeviceOutputs& outputs, size_t j) {

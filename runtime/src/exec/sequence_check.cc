@@ -101,18 +101,21 @@ std::string InProcessSequenceCheck::finish(int rank, uint64_t seq) {
   return "";
 }
 
+bool InProcessSequenceCheck::in_user_code(int rank) {
+  return (status_[rank].word.load(std::memory_order_seq_cst) & 3) == kRunning;
+}
+
 void InProcessSequenceCheck::failed(int rank) {
   uint64_t seq = status_[rank].word.load(std::memory_order_relaxed) >> 2;
   publish(rank, seq, kFailed);
 }
 
-std::string InProcessSequenceCheck::missing(const std::vector<int>& members, int rank,
-                                            uint64_t seq) {
-  std::string out;
+std::vector<int> InProcessSequenceCheck::missing(const std::vector<int>& members, int rank,
+                                                 uint64_t seq) {
+  std::vector<int> out;
   for (int e : members) {
     uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
-    if (e == rank || (w >> 2) >= seq) continue;
-    out += fmt::format("{}{} {}", out.empty() ? "" : "; ", device_name(e), where_is(e));
+    if (e != rank && (w >> 2) < seq) out.push_back(e);
   }
   return out;
 }

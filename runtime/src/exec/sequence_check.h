@@ -36,9 +36,13 @@ class SequenceCheck {
   virtual void failed(int rank) = 0;
   // What device `rank` ran as collective `seq`: "psum of f32[4] over 'i'".
   virtual std::string describe(int rank, uint64_t seq) = 0;
-  // The devices among `members` (mesh positions) that have not reached collective `seq`, each
-  // with where it is ("cpu:3 is running user code after collective #2 (...)"); "" if none.
-  virtual std::string missing(const std::vector<int>& members, int rank, uint64_t seq) = 0;
+  // The devices among `members` (mesh positions), other than `rank`, that have not reached
+  // collective `seq`.
+  virtual std::vector<int> missing(const std::vector<int>& members, int rank, uint64_t seq) = 0;
+  // Where device `rank` is: "is running user code after collective #2 (psum of f32[4] over 'i')".
+  virtual std::string where_is(int rank) = 0;
+  // True while device `rank` runs user code (it is not in a collective, finished or failed).
+  virtual bool in_user_code(int rank) = 0;
 };
 
 // The rule every mismatch message ends with.
@@ -55,7 +59,9 @@ class InProcessSequenceCheck final : public SequenceCheck {
   std::string finish(int rank, uint64_t seq) override;
   void failed(int rank) override;
   std::string describe(int rank, uint64_t seq) override;
-  std::string missing(const std::vector<int>& members, int rank, uint64_t seq) override;
+  std::vector<int> missing(const std::vector<int>& members, int rank, uint64_t seq) override;
+  std::string where_is(int rank) override;
+  bool in_user_code(int rank) override;
 
  private:
   enum State : uint64_t { kRunning = 0, kInCollective = 1, kFinished = 2, kFailed = 3 };
@@ -71,7 +77,6 @@ class InProcessSequenceCheck final : public SequenceCheck {
 
   void publish(int rank, uint64_t seq, State state);
   OpSignature signature_at(int rank, uint64_t seq);
-  std::string where_is(int rank);
   std::string device_name(int rank) const;
 
   const Mesh& mesh_;

@@ -46,7 +46,7 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
     for (size_t i = 0; i < args.size(); ++i) {
       blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);
     }
-    return body.call(body.object, blocks);
+    return internal::call_body(body, blocks);
   });
   std::vector<std::optional<int>> out_axes = internal::pmap::resolve_out_axes(plan, outputs[0]);
   std::vector<spmd::Array> results;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "exec/op_signature.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
@@ -30,14 +31,6 @@ std::string prefix_error(const char* what, size_t given, size_t leaves, const ch
       "pytree has a subtree of the same type but of length {} (the {}). Give one entry for all of "
       "them, or one per {}.",
       what, what, given, leaves, leaf_kind, leaf_kind);
-}
-
-std::string long_type(const Array& a) {
-  std::string dims;
-  for (size_t d = 0; d < a.shape().size(); ++d) {
-    dims += (d ? "," : "") + std::to_string(a.shape()[d]);
-  }
-  return fmt::format("{}[{}]", dtype_name(a.dtype()), dims);
 }
 
 }  // namespace
@@ -81,6 +74,11 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
     int64_t s = args[i].shape()[*in_axes[i]];
     consistent = consistent && (!size || *size == s);
     if (!size) size = s;
+  }
+  if (args.empty()) {
+    throw ValueError(
+        "pmap wrapped function must be passed at least one argument containing an array, got no "
+        "Array argument; pass the mapped values as spmd::Array arguments.");
   }
   if (!size) {
     throw ValueError(fmt::format(
@@ -165,6 +163,7 @@ std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapL
                                    bool probing) {
   int64_t total = grid_size(levels);
   if (plan.options.devices) {
+    check_devices(*plan.options.devices, "pmap's devices");
     std::vector<Device> given = *plan.options.devices;
     int64_t count = static_cast<int64_t>(given.size());
     // An outer pmap's devices cover the whole nest, whose inner sizes a probing call learns; the
@@ -257,7 +256,7 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
     blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);
   }
   LevelScope scope(axis);
-  std::vector<Array> outputs = body.call(body.object, blocks);
+  std::vector<Array> outputs = call_body(body, blocks);
   std::vector<std::optional<int>> out_axes = resolve_out_axes(plan, outputs);
   // Every device needs the stacked result, as the outer body saw it in JAX.
   for (size_t o = 0; o < outputs.size(); ++o) {
