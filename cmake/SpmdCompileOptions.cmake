@@ -23,3 +23,17 @@ elseif(SPMD_SANITIZE STREQUAL "address")
 elseif(NOT SPMD_SANITIZE STREQUAL "")
   message(FATAL_ERROR "SPMD_SANITIZE must be '', 'thread' or 'address', got '${SPMD_SANITIZE}'")
 endif()
+
+# Fuzzing: every object gets libFuzzer's coverage instrumentation and ASan + UBSan (the fuzz
+# targets add libFuzzer's main at link time, tests/fuzz/CMakeLists.txt).
+if(SPMD_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SPMD_FUZZ needs Clang (libFuzzer): configure with CXX=clang++-14")
+  endif()
+  if(NOT SPMD_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "SPMD_FUZZ brings its own sanitizers: leave SPMD_SANITIZE empty")
+  endif()
+  add_compile_options(-O1 -gline-tables-only -fsanitize=fuzzer-no-link,address,undefined
+                      -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

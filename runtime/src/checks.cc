@@ -19,15 +19,15 @@ std::string subject(std::string_view api, std::string_view arg) {
 
 bool checked_product(const std::vector<int64_t>& factors, int64_t& product) {
   int64_t p = 1;
-  bool overflow = false;
+  bool zero = false, overflow = false;
   for (int64_t f : factors) {
     if (f == 0) {
-      product = 0;
-      return true;
+      zero = true;
+    } else {
+      overflow = overflow || __builtin_mul_overflow(p, f, &p);
     }
-    overflow = overflow || __builtin_mul_overflow(p, f, &p);
   }
-  product = p;
+  product = zero ? 0 : p;
   return !overflow;
 }
 
@@ -43,7 +43,7 @@ int64_t checked_size(const Shape& shape, std::string_view api, std::string_view 
   int64_t size = 0;
   if (!checked_product(shape, size)) {
     throw ValueError(fmt::format(
-        "array is too big: {} {} has more elements than fit in int64 (the product of its "
+        "array is too big: {} {} has more elements than fit in int64 (the product of its nonzero "
         "extents overflows).",
         subject(api, arg), shape_tuple_string(shape)));
   }
@@ -52,14 +52,18 @@ int64_t checked_size(const Shape& shape, std::string_view api, std::string_view 
 
 int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api, std::string_view arg) {
   const int64_t size = checked_size(shape, api, arg);
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(size, itemsize(dtype), &bytes)) {
+  // Like the count, the bytes spanned by the nonzero extents must fit (strides in bytes).
+  Shape nonzero;
+  for (int64_t extent : shape) nonzero.push_back(std::max<int64_t>(extent, 1));
+  int64_t span = 0, bytes = 0;
+  checked_product(nonzero, span);
+  if (__builtin_mul_overflow(span, itemsize(dtype), &bytes)) {
     throw ValueError(fmt::format(
-        "array is too big: {} {} of {} holds {} elements of {} bytes, more bytes than fit in "
-        "int64 (`size * itemsize` is larger than the maximum possible size).",
-        subject(api, arg), shape_tuple_string(shape), dtype_name(dtype), size, itemsize(dtype)));
+        "array is too big: {} {} of {} spans {} elements of {} bytes (its nonzero extents), more "
+        "bytes than fit in int64 (`size * itemsize` is larger than the maximum possible size).",
+        subject(api, arg), shape_tuple_string(shape), dtype_name(dtype), span, itemsize(dtype)));
   }
-  return bytes;
+  return size == 0 ? 0 : bytes;
 }
 
 int checked_axis(int axis, int ndim, std::string_view what) {

@@ -15,14 +15,18 @@
 
 namespace spmd::internal {
 
-// The element count of `shape`: every extent must be >= 0 and the count must fit in int64.
+// The element count of `shape`: every extent must be >= 0 and the count must fit in int64, even
+// when a zero extent makes it 0 (as NumPy: the product of the nonzero extents must fit, so that
+// strides do).
 // `api` and `arg` name the value in messages ("zeros", "shape"); an empty `api` gives a message
 // about "shape (...)" alone.
 int64_t checked_size(const Shape& shape, std::string_view api, std::string_view arg = "shape");
-// checked_size, and the byte count of an array of `dtype` over `shape` must fit in int64 too.
+// checked_size, and the byte count of an array of `dtype` over `shape` (over its nonzero extents
+// when it has a zero one) must fit in int64 too.
 int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api,
                       std::string_view arg = "shape");
-// Sets `product` to the product of `factors` (each >= 0); false when it overflows int64.
+// Sets `product` to the product of `factors` (each >= 0); false when the product of the nonzero
+// factors overflows int64.
 bool checked_product(const std::vector<int64_t>& factors, int64_t& product);
 
 // `axis` normalised into [0, ndim): negative axes count from the end. ValueError "{what} {axis}

@@ -78,8 +78,36 @@ TEST(Shapes, ElementCountsThatOverflowInt64AreValueErrors) {
   expect_error<ValueError>([] { random::split(random::PRNGKey(0), k2to62 + 1); },
                            {"array is too big", "split"});
   expect_error<ValueError>([] { shape_size({k2to33, k2to33}); }, {"array is too big"});
-  // A zero extent makes any shape empty.
-  EXPECT_EQ(zeros({k2to62, 0, k2to62}).size(), 0);
+  // A zero extent makes a shape empty, but its nonzero extents must still multiply within int64
+  // (as NumPy): strides are products of trailing extents.
+  EXPECT_EQ(zeros({k2to31, 0, k2to31}, DType::kBool).size(), 0);
+  expect_error<ValueError>(
+      [] {
+        zeros({k2to62, 0, k2to62});
+      },
+      {"array is too big: zeros shape (4611686018427387904, 0, 4611686018427387904)",
+       "nonzero extents overflows"});
+  expect_error<ValueError>(
+      [] {
+        zeros({0, k2to62}, DType::kFloat64);
+      },
+      {"array is too big", "spans 4611686018427387904 elements of 8 bytes"});
+}
+
+// Found by tests/fuzz/shapes_fuzz.cc: a zero extent hid the overflow of the extents behind it, and
+// the strides of the result overflowed (UBSan: signed integer overflow in dense_strides).
+TEST(Shapes, ZeroExtentDoesNotHideAnOverflowFromBroadcastOrReshape) {
+  expect_error<ValueError>(
+      [] {
+        broadcast_to(full({}, 1.0), {0, k2to62, 5});
+      },
+      {"broadcast_to shape (0, 4611686018427387904, 5)", "array is too big"});
+  expect_error<ValueError>(
+      [] {
+        zeros({0}).reshape({0, k2to62, 5});
+      },
+      {"reshape new shape", "array is too big"});
+  EXPECT_EQ(broadcast_to(full({}, 1.0), {0, 4, 5}).shape(), (Shape{0, 4, 5}));
 }
 
 TEST(Shapes, ReshapeChecksItsNewShape) {
@@ -99,17 +127,12 @@ TEST(Shapes, ReshapeChecksItsNewShape) {
 }
 
 TEST(Shapes, ConcatenatingEmptyArraysWithHugeExtentsIsAValueError) {
-  Array e = zeros({k2to62, 0});
+  Array e = zeros({k2to62, 0}, DType::kBool);
   expect_error<ValueError>(
       [&] {
         concatenate({e, e, e, e}, 0);
       },
       {"array is too big", "concatenating along dimension 0"});
-  expect_error<ValueError>(
-      [&] {
-        mean(zeros({k2to62, k2to62, 0}), {0, 1});
-      },
-      {"mean reduced shape", "more elements than fit in int64"});
 }
 
 TEST(Shapes, ArangeAndSliceArithmeticDoesNotOverflow) {
@@ -352,6 +375,18 @@ TEST(Pmap, NoArrayArgumentGetsLegacyJaxsMessage) {
   auto unmapped = legacy::pmap([](const Array& x) { return x; }, "i", {.in_axes = {std::nullopt}});
   expect_error<ValueError>([&] { unmapped(arange(4)); },
                            {"pmap must have at least one non-None value in in_axes"});
+}
+
+// Found by tests/fuzz/sharding_fuzz.cc: the message's "rank should be at least" negated INT_MIN.
+TEST(Pmap, InAxesAtTheIntLimitsAreValueErrors) {
+  auto identity = [](const Array& x) { return x; };
+  for (int k : {INT_MIN, INT_MAX}) {
+    const std::string axis = "map its argument along axis " + std::to_string(k);
+    expect_error<ValueError>([&] { legacy::pmap(identity, "i", {.in_axes = {k}})(arange(4)); },
+                             {axis, "rank should be at least 2147483648, but is only 1"});
+    expect_error<ValueError>([&] { compat::pmap(identity, "i", {.in_axes = {k}})(arange(4)); },
+                             {axis, "rank should be at least 2147483648, but is only 1"});
+  }
 }
 
 }  // namespace

@@ -186,6 +186,11 @@ TEST(Debug, DescribeMesh) {
   EXPECT_THAT(describe_mesh(make_mesh({2, 2, 2}, {"a", "b", "c"})), ::testing::HasSubstr("a=1:\n"));
 }
 
+// Found by tests/fuzz/sharding_fuzz.cc: a mesh without axes (one device) was indexed at axis -1.
+TEST(Debug, DescribeMeshWithoutAxes) {
+  EXPECT_THAT(describe_mesh(make_mesh({}, {})), ::testing::EndsWith(", 1 devices\n  cpu:0\n"));
+}
+
 TEST(Debug, VisualizeArraySharding) {
   Mesh mesh = mesh2(2, 2, "x", "y");
   Array x = device_put(farange(16, {4, 4}), NamedSharding(mesh, P("x", "y")));

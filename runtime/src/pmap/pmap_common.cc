@@ -56,8 +56,8 @@ std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
       throw ValueError(fmt::format(
           "pmap was requested to map its argument along axis {}, which implies that its rank "
           "should be at least {}, but is only {} (its shape is {}): args[{}] of type {}",
-          *k, *k < 0 ? -*k : *k + 1, rank, shape_tuple_string(args[i].shape()), positions[i],
-          long_type(args[i])));
+          *k, *k < 0 ? -int64_t{*k} : int64_t{*k} + 1, rank, shape_tuple_string(args[i].shape()),
+          positions[i], long_type(args[i])));
     }
     out[i] = *k < 0 ? *k + rank : *k;
   }
