@@ -27,8 +27,8 @@ const ArrayImpl& ArrayAccess::impl(const Array& a) {
   }
   if (a.impl_->deleted.load(std::memory_order_acquire)) {
     throw ValueError(fmt::format(
-        "Array {} has been deleted: it was donated to a pmap call (donate_argnums), which may "
-        "reuse its memory. Use the call's result instead, or remove the argument from "
+        "Array {} has been deleted: it was donated to a pmap or shard_map call (donate_argnums), "
+        "which may reuse its memory. Use the call's result instead, or remove the argument from "
         "donate_argnums.",
         type_string(a.impl_->dtype, a.impl_->shape)));
   }
@@ -340,10 +340,10 @@ std::vector<std::string> format_elements(const Array& a) {
       for (float v : a.to_vector<float>()) items.push_back(fmt::format("{}", v));
       break;
     case DType::kFloat16:
-      for (float16 v : a.to_vector<float16>()) items.push_back(shortest_text(v));
+      for (float16_t v : a.to_vector<float16_t>()) items.push_back(shortest_text(v));
       break;
     case DType::kBFloat16:
-      for (bfloat16 v : a.to_vector<bfloat16>()) items.push_back(shortest_text(v));
+      for (bfloat16_t v : a.to_vector<bfloat16_t>()) items.push_back(shortest_text(v));
       break;
   }
   for (std::string& item : items) {

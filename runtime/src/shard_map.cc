@@ -186,7 +186,10 @@ void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& s
       "which can't be statically inferred given the mesh:\n\n{}\n\n{}\n\nCheck if these output "
       "values are meant to be replicated over those mesh axes. If not, consider revising the "
       "corresponding out_specs entries. If so, consider disabling the check by passing the "
-      "check_vma=false option (ShardMapOptions{{.check_vma = false}}) to `spmd::shard_map`.",
+      "check_vma=false option (ShardMapOptions{{.check_vma = false}}) to `spmd::shard_map`. If "
+      "the value comes from an all_gather over those axes, all_gather(x, axis, {{.to = "
+      "spmd::To::kInvariant}}) (JAX's all_gather_invariant) makes it replicated and keeps the "
+      "check.",
       plan.fun_name, mesh_line(mesh), detail));
 }
 

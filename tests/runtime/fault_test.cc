@@ -44,6 +44,7 @@ TEST(Faults, UserExceptionAbortsTheCallAndReleasesWaiters) {
     FAIL() << "expected DeviceError";
   } catch (const DeviceError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("[on cpu:3]"));
+    EXPECT_EQ(e.device(), Device{3});
     EXPECT_THAT(e.what(), ::testing::HasSubstr("bad input on this shard"));
     try {
       std::rethrow_if_nested(e);

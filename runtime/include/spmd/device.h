@@ -23,10 +23,13 @@
 // Thread safety: every function here may be called from any thread.
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "spmd/format.h"
 
 namespace spmd {
 
@@ -54,6 +57,8 @@ struct Device {
   std::string str() const;             // "cpu:3"
   bool operator==(const Device&) const = default;
 };
+// Prints d.str().
+std::ostream& operator<<(std::ostream& os, const Device& d);
 
 struct InitOptions {
   // Number of CPU devices, 1 to 4096 (each is a host thread); default: SPMD_CPU_DEVICES, else the
@@ -85,3 +90,6 @@ std::string default_backend();
 double collective_timeout_s();
 
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::Device> : spmd::internal::StrFormatter<spmd::Device> {};

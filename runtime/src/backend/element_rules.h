@@ -18,7 +18,7 @@
 namespace spmd::internal {
 
 template <class T>
-constexpr bool kIsHalf = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+constexpr bool kIsHalf = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
 template <class C>
 constexpr bool kIsFloat = std::is_floating_point_v<C>;
 
@@ -66,7 +66,8 @@ template <class F>
 void dispatch(DType dt, F&& f) {
   const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
   const bool known =
-      dispatch_first<bool, int32_t, int64_t, uint32_t, float16, bfloat16, float, double>(is_dt, f);
+      dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float, double>(
+          is_dt, f);
   if (!known) throw ValueError("invalid dtype " + std::to_string(static_cast<int>(dt)));
 }
 
