@@ -24,11 +24,9 @@ done
 
 scripts/setup.sh
 targets=(shapes sharding collectives)
-# Only the runtime and the fuzz targets: no tests, examples, benchmarks or spmd-migrate.
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$build_dir" -DSPMD_FUZZ=ON -DCMAKE_BUILD_TYPE=Release \
-  -DSPMD_BUILD_TESTS=OFF \
-  -DSPMD_BUILD_EXAMPLES=OFF -DSPMD_BUILD_BENCH=OFF -DSPMD_BUILD_REWRITER=OFF -DSPMD_INSTALL=OFF \
-  >/dev/null
+# The fuzz preset: only the runtime and the fuzz targets (no tests, examples, benchmarks or
+# spmd-migrate), built with clang-14.
+cmake --preset fuzz -B "$build_dir" >/dev/null
 cmake --build "$build_dir" -j "${SPMD_JOBS:-$(nproc)}" --target "${targets[@]/#/spmd_fuzz_}"
 
 mkdir -p "$build_dir/artifacts"

@@ -318,8 +318,8 @@ TEST(FaultTurns, TheDeadlineCountsFromTheLastStartAndBlamesTruthfully) {
   EXPECT_GT(seconds_since(start), 0.5);  // A's 400 ms on cpu:1, then B's own 200 ms there
   first.join();
   // cpu:1 is quarantined until B's body there wakes up and returns.
-  auto good = shard_map([](const Array& x) { return psum(x, "i"); },
-                        Mesh({d[1], d[2]}, {2}, {"i"}), P("i"), P());
+  auto good = shard_map([](const Array& x) { return psum(x, "i"); }, Mesh({d[1], d[2]}, {2}, {"i"}),
+                        P("i"), P());
   EXPECT_ARRAY_EQ(when_available([&] { return good(arange(4)); }), ints({2, 4}));
 }
 
