@@ -127,8 +127,11 @@ void CallContext::leave_user_code(int rank, bool check) {
   if (check && aborted_.load(std::memory_order_seq_cst)) throw_aborted();
 }
 
-std::vector<Array> call_body(const BodyRef& body, const std::vector<Array>& blocks) {
+std::vector<Array> call_body(const BodyRef& body_in, const std::vector<Array>& blocks) {
   DeviceContext* ctx = current_device_context();
+  // `body_in` lives in the caller's frame, which is gone once the caller stops waiting for a body
+  // stuck in user code: read it before enter_user_code, whose store orders it before that.
+  const BodyRef body = body_in;
   if (!body.user_code || ctx->user_depth > 0) return body.call(body.object, blocks);
   ctx->user_depth = 1;
   ctx->call->enter_user_code(ctx->rank);

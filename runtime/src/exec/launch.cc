@@ -13,7 +13,10 @@ namespace {
 
 // The state of one launch, on the heap: a body its caller stopped waiting for (see
 // Executor::Owner::poll) may still use it. `body` lives on the caller's stack: a body reaches it
-// only after CallContext::start says the call is alive, and by then the caller waits for it.
+// only after CallContext::start says the call is alive, and by then the caller waits for it until
+// the body enters user code (call_body reads what it needs of the caller's frame before that).
+// When user code returns in a call abandoned meanwhile, leave_user_code throws the abort, so
+// nothing of that frame is touched again.
 struct Launch {
   Launch(CallSpec spec, DeviceBodyFn body_fn, void* body_object)
       : call(std::move(spec)), fn(body_fn), body(body_object), outputs(call.mesh().size()) {}
