@@ -1,5 +1,5 @@
-// The shard_map code the pmap rule writes in place of a pmap(...) expression (design.md §6,
-// jax-semantics.md §6.1): a lambda with the pmap-ed callable's call signature that builds the mesh
+// The shard_map code the pmap rule writes in place of a pmap(...) expression (docs/migration.md):
+// a lambda with the pmap-ed callable's call signature that builds the mesh
 // from the arguments (or devices / axis_size), maps f with in_specs/out_specs derived from
 // in_axes/out_axes and an adapter that squeezes the mapped dimensions of the inputs and expands the
 // outputs, so f keeps its rank-reduced view. check_vma is off: pmap never checked replication.

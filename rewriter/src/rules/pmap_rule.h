@@ -1,5 +1,5 @@
 // Rule pmap: spmd::pmap(f, axis, options) -> spmd::shard_map code with the same results
-// (design.md §6, jax-semantics.md §6.1 rules 1-6; pmap_codegen.h shows the code it writes).
+// (docs/migration.md; pmap_codegen.h shows the code it writes).
 //
 // It migrates a pmap construct whose every call the tool can see: called directly
 // (`spmd::pmap(f, "i")(x)`) or stored in a local `auto` variable that is only ever called, f a
