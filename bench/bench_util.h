@@ -1,4 +1,4 @@
-// Timing helpers shared by the benchmarks (docs/perf-method.md §6): calibrated repetitions,
+// Timing helpers shared by the benchmarks (docs/benchmarks.md, "Method"): calibrated repetitions,
 // medians and minima, and a small command-line parser.
 #pragma once
 

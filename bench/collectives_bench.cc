@@ -1,4 +1,4 @@
-// Collectives benchmark (docs/perf-method.md §6).
+// Collectives benchmark (method: docs/benchmarks.md).
 //
 // For each collective, device count N and size S it times a shard_map body that runs the
 // collective k times, and in the same process, interleaved rep by rep, two references over the same
@@ -41,7 +41,7 @@ struct Options {
   int rounds = 2;
 };
 
-// nccl-tests' bus bandwidth factor for each collective (perf-method.md §1).
+// nccl-tests' bus bandwidth factor for each collective (docs/benchmarks.md).
 double bus_factor(const std::string& op, int n) {
   if (op == "psum") return 2.0 * (n - 1) / n;
   if (op == "ppermute") return 1.0;

@@ -14,7 +14,7 @@ JSON on stdout (progress goes to stderr):
 
 Every call is timed to block_until_ready() after warm-up (one compilation), inputs already placed
 with their NamedSharding so no host transfer is timed; repetition counts are calibrated and the
-median of --reps reps is reported (docs/perf-method.md §6).
+median of --reps reps is reported (docs/benchmarks.md, "Method").
 
 Runs itself inside <repo>/.venv-oracle (created on first use with a pinned CPU jax).
 

@@ -13,7 +13,7 @@
 //
 // Each call is one eager shard_map/pmap call, so dispatch is part of every time, as JAX's jitted
 // call is part of its. Repetition counts are calibrated; the median of --reps reps is reported
-// (docs/perf-method.md §6).
+// (docs/benchmarks.md, "Method").
 //
 //   build/bench/jax_baseline_bench [--quick] [--reps=7] [--target-s=0.2] [--sizes=4K,1M,16M]
 #include <fmt/core.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of spmd-migrate (report mode: it parses, matches, analyses and plans and formats every
 # edit, but writes nothing) as a ratio to `clang++ -fsyntax-only` over the same files with the same
-# flags, measured in the same run (docs/perf-method.md):
+# flags, measured in the same run (docs/benchmarks.md):
 #   examples: examples/legacy/*/main.cc, with one job (vs clang++ on one file at a time) and two
 #     jobs (vs clang++ on two files at a time, xargs -P 2);
 #   large files: generated legacy files of about N lines each (a block of 28 lines with 6 pmap

@@ -1,5 +1,6 @@
-# Install rules and the relocatable spmdConfig.cmake package: find_package(spmd CONFIG) then
-# link spmd::runtime.
+# Install rules: the libraries and headers, the relocatable spmdConfig.cmake package
+# (find_package(spmd CONFIG), then link spmd::runtime), spmd.pc beside it for pkg-config, and the
+# LICENSE.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -8,7 +9,11 @@ install(TARGETS spmd_runtime spmd_pmap_legacy_impl spmd_pmap_legacy spmd_compat_
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY runtime/include/spmd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY runtime/include/spmd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN "*.in" EXCLUDE)
+install(FILES ${PROJECT_BINARY_DIR}/runtime/include/spmd/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/spmd)
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(SPMD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
 install(EXPORT spmdTargets NAMESPACE spmd:: DESTINATION ${SPMD_CMAKE_DIR})
@@ -20,3 +25,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/spmdConfigVersion.cmake
                                  COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/spmdConfig.cmake ${PROJECT_BINARY_DIR}/spmdConfigVersion.cmake
         DESTINATION ${SPMD_CMAKE_DIR})
+
+# spmd.pc finds the prefix from its own folder, so the package stays relocatable like the CMake
+# one (cmake --install --prefix anywhere).
+file(RELATIVE_PATH SPMD_PC_PREFIX_FROM_PCDIR "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+configure_file(cmake/spmd.pc.in ${PROJECT_BINARY_DIR}/spmd.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/spmd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

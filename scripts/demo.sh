@@ -31,13 +31,12 @@ cat > "$scratch/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.25)
 project(migrated_examples CXX)
 find_package(spmd CONFIG REQUIRED)
-find_package(fmt REQUIRED)
 foreach(name ${names[*]})
   add_executable(\${name} \${name}/main.cc)
   target_compile_features(\${name} PRIVATE cxx_std_20)
   # Nothing of pmap may be left: its declarations are deprecated.
   target_compile_options(\${name} PRIVATE -Werror=deprecated-declarations)
-  target_link_libraries(\${name} PRIVATE spmd::runtime fmt::fmt)
+  target_link_libraries(\${name} PRIVATE spmd::runtime)
 endforeach()
 EOF
 cmake -S "$scratch" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release -Dspmd_DIR="$root/build" \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing spmd needs on Debian 12, skipping packages already present.
 # Usage: scripts/setup.sh   (toolchain, GoogleTest, fmt; OpenMPI for the benchmarks; Clang 14
-#                            LibTooling for spmd-migrate)
+#                            LibTooling for spmd-migrate; pkgconf for the pkg-config consumer
+#                            test; NumPy, which the .npy test checks files against)
 set -euo pipefail
 
 packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
-          clang-14 llvm-14-dev libclang-14-dev libclang-cpp14-dev clang-tools-14)
+          clang-14 llvm-14-dev libclang-14-dev libclang-cpp14-dev clang-tools-14 pkgconf
+          python3-numpy)
 
 missing=()
 for p in "${packages[@]}"; do

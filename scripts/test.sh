@@ -1,26 +1,25 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds spmd and runs the whole test suite.
-# Usage: scripts/test.sh [--sanitize=thread|address]
-#   --sanitize=thread   ThreadSanitizer build in build-thread/
-#   --sanitize=address  AddressSanitizer + UndefinedBehaviorSanitizer build in build-address/
+# Installs what is missing, builds spmd with its tests and runs the whole suite. It fails when a
+# test fails and when no test ran.
+# Usage: scripts/test.sh [--preset=release|debug|asan|tsan] [--sanitize=thread|address]
+#   (no option)         the release preset, in build/
+#   --sanitize=thread   ThreadSanitizer build in build-tsan/ (the tsan preset)
+#   --sanitize=address  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/ (asan)
+# The preset switches the tests on whatever configured the folder before (scripts/demo.sh
+# configures build/ without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
-sanitize=""
+preset=release
 for arg in "$@"; do
-  case "$arg" in --sanitize=*) sanitize="${arg#--sanitize=}" ;; esac
+  case "$arg" in
+    --preset=*) preset="${arg#--preset=}" ;;
+    --sanitize=thread) preset=tsan ;;
+    --sanitize=address) preset=asan ;;
+    *) echo "test.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
 done
-# Sanitizer builds skip the benchmarks (their timings would mean nothing there) and spmd-migrate
-# (Clang's libraries are not instrumented; its tests run in the plain build).
-if [ -n "$sanitize" ]; then
-  scripts/build.sh "$@" -DSPMD_BUILD_BENCH=OFF -DSPMD_BUILD_REWRITER=OFF
-else
-  scripts/build.sh "$@"
-fi
-build_dir="build${sanitize:+-$sanitize}"
-
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
+scripts/build.sh --preset="$preset"
+# The preset sets the sanitizers' options (halt on the first report) and --no-tests=error.
+ctest --preset "$preset" --no-tests=error -j "$(nproc)"

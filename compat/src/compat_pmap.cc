@@ -1,5 +1,5 @@
-// The compat shim: pmap implemented on shard_map (JAX's own design since 0.8, jax-semantics.md
-// §5), library spmd::compat_impl.
+// The compat shim: pmap implemented on shard_map (JAX's own design since 0.8), library
+// spmd::compat_impl.
 //
 // A pmap over axis A with in_axes/out_axes becomes a shard_map over a mesh with axis A (one axis
 // per nesting level, outer major) with in_specs P(None x k, A) (P() for nullopt), check_vma off,

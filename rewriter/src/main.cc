@@ -15,7 +15,7 @@
 
 #include "engine.h"
 #include "output.h"
-#include "spmd_migrate_version.h"
+#include "spmd/version.h"
 
 namespace {
 
@@ -72,7 +72,7 @@ Examples:
 cl::extrahelp common_help(clang::tooling::CommonOptionsParser::HelpMessage);
 
 void print_version(llvm::raw_ostream& os) {
-  os << "spmd-migrate (spmd) " << SPMD_MIGRATE_VERSION << ", built with Clang "
+  os << "spmd-migrate (spmd) " << SPMD_VERSION_STRING << ", built with Clang "
      << SPMD_MIGRATE_CLANG_VERSION << "\n";
 }
 

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "array_impl.h"
+#include "backend/registry.h"
+#include "backend/transfer.h"
 #include "exec/call_context.h"
 #include "layout.h"
 #include "spmd/errors.h"
@@ -24,8 +26,8 @@ const ArrayImpl& ArrayAccess::impl(const Array& a) {
   }
   if (a.impl_->deleted.load(std::memory_order_acquire)) {
     throw ValueError(fmt::format(
-        "Array {} has been deleted: it was donated to a pmap call (donate_argnums), which may "
-        "reuse its memory. Use the call's result instead, or remove the argument from "
+        "Array {} has been deleted: it was donated to a pmap or shard_map call (donate_argnums), "
+        "which may reuse its memory. Use the call's result instead, or remove the argument from "
         "donate_argnums.",
         type_string(a.impl_->dtype, a.impl_->shape)));
   }
@@ -39,7 +41,7 @@ Array ArrayAccess::wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma) {
   return a;
 }
 
-Device default_device() { return Device{0, Platform::kCpu, 0}; }
+Device default_device() { return Device{0, platform_in_use({}), 0}; }
 
 Device current_device() {
   DeviceContext* ctx = current_device_context();
@@ -71,6 +73,10 @@ Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding
       std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(sharding), std::move(shards)));
 }
 
+std::string long_type(const Array& a) {
+  return fmt::format("{}[{}]", dtype_name(a.dtype()), fmt::join(a.shape(), ","));
+}
+
 const ShardData& single_shard(const Array& a) {
   const ArrayImpl& impl = ArrayAccess::impl(a);
   if (impl.shards.size() != 1) {
@@ -80,10 +86,14 @@ const ShardData& single_shard(const Array& a) {
   return impl.shards[0];
 }
 
+// Whether kernels for `reader` may read memory of `owner` in place.
+static bool aliasable(const Device& owner, const Device& reader) {
+  return owner.platform == reader.platform && backend_for(owner).can_alias(owner, reader);
+}
+
 bool is_local(const Array& a, const Device& reader) {
   const ArrayImpl& impl = ArrayAccess::impl(a);
-  return impl.shards.size() == 1 &&
-         backend_for(impl.shards[0].device).can_alias(impl.shards[0].device, reader);
+  return impl.shards.size() == 1 && aliasable(impl.shards[0].device, reader);
 }
 
 const Kernels& kernels() { return backend_for(current_device()).kernels(); }
@@ -118,7 +128,6 @@ Array read_region(const Array& a, const Index& region, const Device& device) {
   for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
   Array out = empty_array(impl.dtype, shape, device);
   MutView dst_all = mut_view(out);
-  const Kernels& k = backend_for(device).kernels();
   // Replicated shards hold equal index ranges; like JAX, read the first device of each range.
   std::set<Index> done;
   for (const ShardData& s : impl.shards) {
@@ -147,7 +156,7 @@ Array read_region(const Array& a, const Index& region, const Device& device) {
       src.shape.push_back(len);
       dst.shape.push_back(len);
     }
-    k.copy(src, dst);
+    copy_between(s.device, src, device, dst);
   }
   return out;
 }
@@ -185,13 +194,13 @@ Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, 
   Index region = block_index(mesh, spec, impl.shape, rank);
   if (sharding.is_named() && sharding.named().mesh() == mesh) {
     const ShardData& s = impl.shards[rank];
-    if (s.index == region && backend_for(s.device).can_alias(s.device, device)) {
+    if (s.index == region && aliasable(s.device, device)) {
       return array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset);
     }
   }
   if (impl.shards.size() == 1 && contiguous_region(impl.shape, region)) {
     const ShardData& s = impl.shards[0];
-    if (backend_for(s.device).can_alias(s.device, device)) {
+    if (aliasable(s.device, device)) {
       Shape shape(region.size());
       for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
       return array_from_buffer(impl.dtype, std::move(shape), s.buffer,
@@ -326,10 +335,10 @@ std::vector<std::string> format_elements(const Array& a) {
       for (float v : a.to_vector<float>()) items.push_back(fmt::format("{}", v));
       break;
     case DType::kFloat16:
-      for (float16 v : a.to_vector<float16>()) items.push_back(shortest_text(v));
+      for (float16_t v : a.to_vector<float16_t>()) items.push_back(shortest_text(v));
       break;
     case DType::kBFloat16:
-      for (bfloat16 v : a.to_vector<bfloat16>()) items.push_back(shortest_text(v));
+      for (bfloat16_t v : a.to_vector<bfloat16_t>()) items.push_back(shortest_text(v));
       break;
   }
   for (std::string& item : items) {

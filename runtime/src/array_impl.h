@@ -94,6 +94,9 @@ ConstView broadcast_view(const Array& a, const Shape& shape);
 // The kernels of the current device's backend.
 const Kernels& kernels();
 
+// JAX's long type form used by shard_map messages: "int32[6]", "float32[4,2]".
+std::string long_type(const Array& a);
+
 // The shard of a single-device array.
 const ShardData& single_shard(const Array& a);
 

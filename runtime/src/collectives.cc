@@ -131,38 +131,36 @@ uint64_t groups_hash(const AxisIndexGroups& groups) {
   return h;
 }
 
-// One collective on this device: publishes its signature, finds its group, runs `op`.
-struct Step {
-  Bound bound;
-  CallContext::Groups* groups;
-  Communicator* comm;
-  int rank;  // position in the group
-  int group_size;
-
-  Step(Bound b, OpSignature sig, AxisIndexGroups group_list) : bound(std::move(b)) {
-    DeviceContext* ctx = bound.ctx;
-    sig.naxes = static_cast<int>(bound.axes.size());
+// One collective on this device, for the lifetime of the scope: entering publishes its signature
+// (and checks the other devices) and finds this device's communicator; leaving publishes that
+// the device runs user code again. A collective that throws does not leave: the device unwinds
+// with the call's error, and its status stays where it failed.
+class CollectiveScope {
+ public:
+  CollectiveScope(const Bound& b, OpSignature sig, const AxisIndexGroups& group_list)
+      : ctx_(b.ctx) {
+    sig.naxes = static_cast<int>(b.axes.size());
     for (int i = 0; i < sig.naxes && i < OpSignature::kMaxAxes; ++i) {
-      sig.axes[i] = static_cast<int8_t>(bound.axes[i]);
+      sig.axes[i] = static_cast<int8_t>(b.axes[i]);
     }
     sig.extra_hash = hash_combine(sig.extra_hash, groups_hash(group_list));
-    ctx->call->enter(ctx->rank, sig);
-    groups = nullptr;
-    for (DeviceContext::CachedGroups& c : ctx->cache) {
-      if (c.key.axes == bound.axes && c.key.groups == group_list) groups = c.groups;
-    }
-    if (groups == nullptr) {
-      GroupKey key{bound.axes, std::move(group_list)};
-      groups = &ctx->call->groups(key);
-      ctx->cache.push_back({std::move(key), groups});
-    }
-    int group = groups->layout.group_of[ctx->rank];
-    rank = groups->layout.rank_of[ctx->rank];
-    group_size = static_cast<int>(groups->layout.members[group].size());
-    comm = groups->communicators[group].get();
-    ctx->members = &groups->layout.members[group];
+    comm_ = &ctx_->call->enter(ctx_->rank, sig, b.axes, group_list);
   }
-  void done() { bound.ctx->call->leave(bound.ctx->rank); }
+  ~CollectiveScope() {
+    if (std::uncaught_exceptions() == exceptions_) ctx_->call->leave(ctx_->rank);
+  }
+  CollectiveScope(const CollectiveScope&) = delete;
+  CollectiveScope& operator=(const CollectiveScope&) = delete;
+
+  Communicator& comm() const { return *comm_; }
+  Cancel& cancel() const { return *ctx_->call; }
+  int rank() const { return ctx_->group_rank; }
+  int group_size() const { return static_cast<int>(ctx_->members->size()); }
+
+ private:
+  DeviceContext* ctx_;
+  Communicator* comm_;
+  int exceptions_ = std::uncaught_exceptions();
 };
 
 OpSignature signature(CollectiveKind kind, const Array& x) {
@@ -191,14 +189,17 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
   Array in =
       local(x.dtype() == DType::kBool && op == ReduceKind::kSum ? astype(x, DType::kInt32) : x);
   OpSignature sig = signature(kind, in);
-  Step step(b, sig, options.axis_index_groups);
   Array out = empty_array(in.dtype(), in.shape());
-  step.comm->all_reduce(step.rank, op, in.dtype(), in.size(), data_of(in), data_of_mut(out),
-                        keep_of(in));
-  step.done();
-  if (group_size != nullptr) *group_size = step.group_size;
+  int members;
+  {
+    CollectiveScope scope(b, sig, options.axis_index_groups);
+    scope.comm().all_reduce(op, in.dtype(), in.size(), data_of(in), data_of_mut(out), keep_of(in),
+                            scope.cancel());
+    members = scope.group_size();
+  }
+  if (group_size != nullptr) *group_size = members;
   // Grouped reductions stay varying over the axes: different groups hold different values.
-  bool whole = step.group_size == b.size;
+  bool whole = members == b.size;
   uint64_t vma = whole ? vma_of(x) & ~b.mask : vma_of(x) | b.mask;
   return typed(out, b, vma);
 }
@@ -207,10 +208,8 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
 
 void barrier(const AxisNames& axes) {
   Bound b = bind(axes, "barrier");
-  OpSignature sig;
-  Step step(b, sig, {});
-  step.comm->barrier(step.rank);
-  step.done();
+  CollectiveScope scope(b, OpSignature{}, {});
+  scope.comm().barrier(scope.cancel());
 }
 
 }  // namespace internal
@@ -279,20 +278,22 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
   sig.params[0] = axis;
   sig.params[1] = options.tiled;
   sig.params[2] = static_cast<int64_t>(options.to);
-  internal::Step step(b, sig, options.axis_index_groups);
-  Shape shape = in.shape();
-  if (options.tiled) {
-    shape[axis] *= step.group_size;
-  } else {
-    shape.insert(shape.begin() + axis, step.group_size);
+  Array out;
+  {
+    internal::CollectiveScope scope(b, sig, options.axis_index_groups);
+    Shape shape = in.shape();
+    if (options.tiled) {
+      shape[axis] *= scope.group_size();
+    } else {
+      shape.insert(shape.begin() + axis, scope.group_size());
+    }
+    int64_t outer = 1;
+    for (int d = 0; d < axis; ++d) outer *= in.shape()[d];
+    int64_t row_bytes = outer == 0 ? 0 : in.size() / outer * itemsize(in.dtype());
+    out = internal::empty_array(in.dtype(), shape);
+    scope.comm().all_gather(outer, row_bytes, internal::data_of(in), internal::data_of_mut(out),
+                            internal::keep_of(in), scope.cancel());
   }
-  int64_t outer = 1;
-  for (int d = 0; d < axis; ++d) outer *= in.shape()[d];
-  int64_t row_bytes = outer == 0 ? 0 : in.size() / outer * itemsize(in.dtype());
-  Array out = internal::empty_array(in.dtype(), shape);
-  step.comm->all_gather(step.rank, outer, row_bytes, internal::data_of(in),
-                        internal::data_of_mut(out), internal::keep_of(in));
-  step.done();
   uint64_t vma =
       options.to == To::kInvariant ? internal::vma_of(x) & ~b.mask : internal::vma_of(x) | b.mask;
   return internal::typed(out, b, vma);
@@ -327,7 +328,7 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
   internal::OpSignature sig = internal::signature(CollectiveKind::kPsumScatter, in);
   sig.params[0] = d;
   sig.params[1] = options.tiled;
-  internal::Step step(b, sig, options.axis_index_groups);
+  internal::CollectiveScope scope(b, sig, options.axis_index_groups);
   Shape shape = in.shape();
   int64_t outer = 1;
   for (int k = 0; k < d; ++k) outer *= shape[k];
@@ -338,10 +339,8 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
     shape.erase(shape.begin() + d);
   }
   Array out = internal::empty_array(in.dtype(), shape);
-  step.comm->reduce_scatter(step.rank, ReduceKind::kSum, in.dtype(), outer, inner,
-                            internal::data_of(in), internal::data_of_mut(out),
-                            internal::keep_of(in));
-  step.done();
+  scope.comm().reduce_scatter(ReduceKind::kSum, in.dtype(), outer, inner, internal::data_of(in),
+                              internal::data_of_mut(out), internal::keep_of(in), scope.cancel());
   return internal::typed(out, b, internal::vma_of(x) | b.mask);
 }
 
@@ -355,11 +354,12 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
   Array in = local(x);
   OpSignature sig = signature(kind, in);
   sig.extra_hash = static_cast<uint64_t>(perm_hash);
-  Step step(b, sig, {});
   Array out = empty_array(in.dtype(), in.shape());
-  step.comm->permute(step.rank, source_of(step.rank), in.size() * itemsize(in.dtype()), data_of(in),
-                     data_of_mut(out), keep_of(in));
-  step.done();
+  {
+    CollectiveScope scope(b, sig, {});
+    scope.comm().permute(source_of(scope.rank()), in.size() * itemsize(in.dtype()), data_of(in),
+                         data_of_mut(out), keep_of(in), scope.cancel());
+  }
   return typed(out, b, same_everywhere ? vma_of(x) : vma_of(x) | b.mask);
 }
 
@@ -478,12 +478,13 @@ Array all_to_all(const Array& x, AxisNames axes, int split_axis, int concat_axis
   sig.params[0] = split;
   sig.params[1] = concat;
   sig.params[2] = options.tiled;
-  internal::Step step(b, sig, options.axis_index_groups);
   Array received = internal::empty_array(moved.dtype(), moved.shape());
-  int64_t chunk = g == 0 ? 0 : moved.size() / g * itemsize(moved.dtype());
-  step.comm->all_to_all(step.rank, chunk, internal::data_of(moved), internal::data_of_mut(received),
-                        internal::keep_of(moved));
-  step.done();
+  {
+    internal::CollectiveScope scope(b, sig, options.axis_index_groups);
+    int64_t chunk = g == 0 ? 0 : moved.size() / g * itemsize(moved.dtype());
+    scope.comm().all_to_all(chunk, internal::data_of(moved), internal::data_of_mut(received),
+                            internal::keep_of(moved), scope.cancel());
+  }
   // received is [g (source), b, rest...]; rebuild the pieces' layout with the sources at concat.
   int64_t piece = s / g;
   Shape y_shape{g, piece};

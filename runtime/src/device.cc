@@ -1,4 +1,4 @@
-// Device list and process-wide settings (spmd/device.h).
+// Device lists and process-wide settings (spmd/device.h, settings.h).
 #include "spmd/device.h"
 
 #include <fmt/format.h>
@@ -7,16 +7,14 @@
 #include <mutex>
 #include <string>
 
+#include "backend/registry.h"
 #include "exec/futex.h"
+#include "settings.h"
 #include "spmd/errors.h"
 
 namespace spmd {
+namespace internal {
 namespace {
-
-struct Settings {
-  int cpu_devices = 0;
-  double timeout_s = 300;
-};
 
 double env_number(const char* name, double fallback, bool integer) {
   const char* text = std::getenv(name);
@@ -32,10 +30,12 @@ double env_number(const char* name, double fallback, bool integer) {
 
 Settings requested(const InitOptions& options) {
   Settings s;
-  s.cpu_devices = options.cpu_devices.value_or(static_cast<int>(
-      env_number("SPMD_CPU_DEVICES", internal::available_cores(), /*integer=*/true)));
+  s.cpu_devices = options.cpu_devices.value_or(
+      static_cast<int>(env_number("SPMD_CPU_DEVICES", available_cores(), /*integer=*/true)));
   s.timeout_s = options.collective_timeout_s.value_or(
       env_number("SPMD_COLLECTIVE_TIMEOUT_S", 300, /*integer=*/false));
+  const char* platforms = std::getenv("SPMD_PLATFORMS");
+  s.platforms = options.platforms.value_or(platforms != nullptr ? platforms : "");
   if (s.cpu_devices <= 0) {
     throw ValueError(
         fmt::format("InitOptions::cpu_devices must be positive, got {}", s.cpu_devices));
@@ -57,6 +57,8 @@ Settings*& settings_slot() {
   return settings;
 }
 
+}  // namespace
+
 const Settings& settings() {
   std::lock_guard<std::mutex> lock(settings_mutex());
   Settings*& slot = settings_slot();
@@ -64,39 +66,48 @@ const Settings& settings() {
   return *slot;
 }
 
-}  // namespace
+}  // namespace internal
 
-std::string Device::str() const {
-  return fmt::format("{}:{}", platform == Platform::kCpu ? "cpu" : "cuda", id);
-}
+std::string Device::str() const { return fmt::format("{}:{}", platform.name(), id); }
 
 void initialize(InitOptions options) {
-  Settings wanted = requested(options);
-  std::lock_guard<std::mutex> lock(settings_mutex());
-  Settings*& slot = settings_slot();
+  internal::Settings wanted = internal::requested(options);
+  std::lock_guard<std::mutex> lock(internal::settings_mutex());
+  internal::Settings*& slot = internal::settings_slot();
   if (slot == nullptr) {
-    slot = new Settings(wanted);
+    slot = new internal::Settings(wanted);
     return;
   }
-  if (slot->cpu_devices != wanted.cpu_devices || slot->timeout_s != wanted.timeout_s) {
+  if (*slot != wanted) {
     throw ValueError(fmt::format(
         "spmd::initialize must run before the devices are first used; they are already set up "
-        "with cpu_devices={} and collective_timeout_s={:g}, but this call asks for "
-        "cpu_devices={} and collective_timeout_s={:g}. Call spmd::initialize once, at the start "
-        "of main, or set SPMD_CPU_DEVICES / SPMD_COLLECTIVE_TIMEOUT_S.",
-        slot->cpu_devices, slot->timeout_s, wanted.cpu_devices, wanted.timeout_s));
+        "with cpu_devices={}, collective_timeout_s={:g} and platforms='{}', but this call asks "
+        "for cpu_devices={}, collective_timeout_s={:g} and platforms='{}'. Call "
+        "spmd::initialize once, at the start of main, or set SPMD_CPU_DEVICES / "
+        "SPMD_COLLECTIVE_TIMEOUT_S / SPMD_PLATFORMS.",
+        slot->cpu_devices, slot->timeout_s, slot->platforms, wanted.cpu_devices, wanted.timeout_s,
+        wanted.platforms));
   }
 }
 
-std::vector<Device> devices() {
-  int n = device_count();
+std::vector<Device> devices(std::string_view platform) {
+  Platform p = internal::platform_in_use(platform);
+  int n = internal::backend_for(p).device_count();
   std::vector<Device> out(n);
-  for (int i = 0; i < n; ++i) out[i] = Device{i, Platform::kCpu, 0};
+  for (int i = 0; i < n; ++i) out[i] = Device{i, p, 0};
   return out;
 }
 
-int device_count() { return settings().cpu_devices; }
+std::vector<Device> devices() { return devices({}); }
 
-double collective_timeout_s() { return settings().timeout_s; }
+int device_count(std::string_view platform) {
+  return internal::backend_for(internal::platform_in_use(platform)).device_count();
+}
+
+int device_count() { return device_count({}); }
+
+std::string default_backend() { return std::string(internal::platform_in_use({}).name()); }
+
+double collective_timeout_s() { return internal::settings().timeout_s; }
 
 }  // namespace spmd

@@ -72,11 +72,11 @@ float half_bits_to_float(uint16_t h) {
 
 }  // namespace
 
-float16::float16(float f) : bits(float_to_half_bits(f)) {}
+float16_t::float16_t(float f) : bits(float_to_half_bits(f)) {}
 
-float16::operator float() const { return half_bits_to_float(bits); }
+float16_t::operator float() const { return half_bits_to_float(bits); }
 
-bfloat16::bfloat16(float f) {
+bfloat16_t::bfloat16_t(float f) {
   const auto x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) {
     bits = static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet, so a low-payload NaN stays NaN
@@ -85,7 +85,9 @@ bfloat16::bfloat16(float f) {
   }
 }
 
-bfloat16::operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+bfloat16_t::operator float() const {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 int64_t itemsize(DType dt) { return info(dt).itemsize; }
 

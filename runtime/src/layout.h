@@ -1,5 +1,6 @@
-// Internal: the arithmetic of PartitionSpecs over a mesh (JAX's block formation, §3.4 of
-// jax-semantics.md), shared by NamedSharding, device_put and shard_map.
+// Internal: the arithmetic of PartitionSpecs over a mesh (JAX's block formation: the block of a
+// device is, per dimension, the slice its coordinates along the entry's axes select, first name
+// most significant), shared by NamedSharding, device_put and shard_map.
 #pragma once
 
 #include <cstdint>

@@ -10,8 +10,7 @@
 #include <memory>
 
 #include "array_impl.h"
-#include "exec/call_context.h"
-#include "exec/executor.h"
+#include "exec/launch.h"
 #include "layout.h"
 #include "spmd/errors.h"
 
@@ -26,15 +25,6 @@ std::string Specs::str() const {
 
 namespace internal {
 namespace {
-
-// JAX's long array type form used by shard_map messages: "int32[6]", "float32[4,2]".
-std::string long_type(const Array& a) {
-  std::string dims;
-  for (size_t d = 0; d < a.shape().size(); ++d) {
-    dims += (d ? "," : "") + std::to_string(a.shape()[d]);
-  }
-  return fmt::format("{}[{}]", dtype_name(a.dtype()), dims);
-}
 
 std::string mesh_line(const Mesh& mesh) {
   return fmt::format("The mesh given has shape {} with corresponding axis names {}.",
@@ -166,41 +156,6 @@ void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args,
       f, mesh_line(mesh), fmt::join(failures, "\n\n"), f));
 }
 
-struct Launch {
-  const ShardMapPlan* plan;
-  const std::vector<Array>* args;
-  const std::vector<PartitionSpec>* in_specs;
-  std::vector<uint64_t> in_vma;
-  BodyRef body;
-  CallContext* call;
-  std::vector<std::vector<Array>> outputs;
-};
-
-void run_device(void* arg, int rank) {
-  Launch& launch = *static_cast<Launch*>(arg);
-  const Mesh& mesh = launch.plan->mesh;
-  DeviceContext ctx;
-  ctx.call = launch.call;
-  ctx.rank = rank;
-  ctx.device = mesh.devices()[rank];
-  ctx.coords = mesh.coords(rank);
-  ctx.bound = launch.call->manual_mask();
-  DeviceScope scope(&ctx);
-  try {
-    std::vector<Array> blocks;
-    blocks.reserve(launch.args->size());
-    for (size_t i = 0; i < launch.args->size(); ++i) {
-      blocks.push_back(
-          with_vma(make_block(mesh, (*launch.args)[i], (*launch.in_specs)[i], rank, ctx.device),
-                   launch.in_vma[i]));
-    }
-    launch.outputs[rank] = launch.body.call(launch.body.object, blocks);
-    launch.call->finish(rank);
-  } catch (...) {
-    if (!ctx.threw_abort) launch.call->fail(rank, std::current_exception());
-  }
-}
-
 void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
                const std::string& path, uint64_t vma) {
   const Mesh& mesh = plan.mesh;
@@ -230,29 +185,20 @@ void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& s
       "which can't be statically inferred given the mesh:\n\n{}\n\n{}\n\nCheck if these output "
       "values are meant to be replicated over those mesh axes. If not, consider revising the "
       "corresponding out_specs entries. If so, consider disabling the check by passing the "
-      "check_vma=false option (ShardMapOptions{{.check_vma = false}}) to `spmd::shard_map`.",
+      "check_vma=false option (ShardMapOptions{{.check_vma = false}}) to `spmd::shard_map`. If "
+      "the value comes from an all_gather over those axes, all_gather(x, axis, {{.to = "
+      "spmd::To::kInvariant}}) (JAX's all_gather_invariant) makes it replicated and keeps the "
+      "check.",
       plan.fun_name, mesh_line(mesh), detail));
 }
 
 // Builds output j from every device's block.
-Array assemble_output(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
-                      const std::string& path, const std::vector<std::vector<Array>>& outputs,
-                      size_t j) {
-  const Mesh& mesh = plan.mesh;
+Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const PartitionSpec& spec,
+                      const std::string& path, const DeviceOutputs& outputs, size_t j) {
+  check_same_types(call, outputs, j);
   const Array& first = outputs[0][j];
   uint64_t vma = 0;
-  for (int64_t r = 0; r < mesh.size(); ++r) {
-    const Array& block = outputs[r][j];
-    if (block.shape() != first.shape() || block.dtype() != first.dtype()) {
-      throw ValueError(fmt::format(
-          "the body of '{}' returned blocks of different types for output {}: {} returned {} "
-          "and {} returned {}. Every device must return the same dtype and shape (the body is "
-          "one SPMD program).",
-          plan.fun_name, j, mesh.devices()[0].str(), long_type(first), mesh.devices()[r].str(),
-          long_type(block)));
-    }
-    vma |= vma_of(block);
-  }
+  for (const std::vector<Array>& device_outputs : outputs) vma |= vma_of(device_outputs[j]);
   int rank = first.ndim();
   if (static_cast<int>(spec.size()) > rank) {
     throw ValueError(fmt::format(
@@ -270,21 +216,10 @@ Array assemble_output(const ShardMapPlan& plan, uint64_t manual, const Partition
                     "using out_specs."
                   : ""));
   }
-  if (plan.options.check_vma) check_vma(plan, manual, spec, path, vma);
+  if (plan.options.check_vma) check_vma(plan, call.manual_mask, spec, path, vma);
   Shape global = first.shape();
-  for (size_t d = 0; d < spec.size(); ++d) global[d] *= entry_size(mesh, spec[d]);
-  std::vector<ShardData> shards;
-  shards.reserve(mesh.size());
-  for (int64_t r = 0; r < mesh.size(); ++r) {
-    const Device& device = mesh.devices()[r];
-    Array block = outputs[r][j];
-    if (!is_local(block, device)) block = read_region(block, full_index(block.shape()), device);
-    const ShardData& s = single_shard(block);
-    shards.push_back(
-        ShardData{device, block_index(mesh, spec, global, r), s.shape, s.buffer, s.offset});
-  }
-  return make_sharded_array(first.dtype(), std::move(global), NamedSharding(mesh, spec),
-                            std::move(shards));
+  for (size_t d = 0; d < spec.size(); ++d) global[d] *= entry_size(plan.mesh, spec[d]);
+  return assemble(call, spec, global, first.shape(), outputs, j);
 }
 
 // Checks out_specs' axis names, and their count when the output count is known (>= 0).
@@ -350,38 +285,34 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   check_inputs(plan, args, arg_positions, in_specs);
   check_donation(plan.options.donate_argnums, arg_positions);
 
-  CallContext call(mesh, manual, plan.options.check_vma,
-                   plan.options.collective_timeout_s.value_or(collective_timeout_s()),
-                   plan.fun_name);
-  Launch launch{&plan, &args, &in_specs, {}, body, &call, {}};
-  launch.outputs.resize(mesh.size());
+  CallSpec call{mesh, manual, plan.options.check_vma,
+                plan.options.collective_timeout_s.value_or(collective_timeout_s()), plan.fun_name};
+  std::vector<uint64_t> in_vma;
   for (const PartitionSpec& spec : in_specs) {
-    launch.in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, spec) : 0);
+    in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, spec) : 0);
   }
-  Executor::instance().run(mesh.devices(), &run_device, &launch);
-  if (std::exception_ptr error = call.error()) std::rethrow_exception(error);
+  DeviceOutputs outputs = launch(call, [&](DeviceContext& ctx) {
+    std::vector<Array> blocks;
+    blocks.reserve(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      blocks.push_back(
+          with_vma(make_block(mesh, args[i], in_specs[i], ctx.rank, ctx.device), in_vma[i]));
+    }
+    return body.call(body.object, blocks);
+  });
 
-  size_t count = launch.outputs[0].size();
+  const size_t count = outputs[0].size();
   Specs out_specs_given = plan.out_specs;
   if (plan.out_specs_from) {
-    out_specs_given = plan.out_specs_from(launch.outputs[0]);
+    out_specs_given = plan.out_specs_from(outputs[0]);
     check_out_specs(plan, manual, out_specs_given, static_cast<int>(count));
-  }
-  for (int64_t r = 1; r < mesh.size(); ++r) {
-    if (launch.outputs[r].size() != count) {
-      throw ValueError(fmt::format(
-          "the body of '{}' returned {} outputs on {} but {} on {}; every device must return the "
-          "same number of outputs.",
-          plan.fun_name, count, mesh.devices()[0].str(), launch.outputs[r].size(),
-          mesh.devices()[r].str()));
-    }
   }
   std::vector<PartitionSpec> out_specs =
       expand_specs(out_specs_given, count, "out_specs", "outputs f returns");
   std::vector<Array> results;
   for (size_t j = 0; j < count; ++j) {
-    results.push_back(assemble_output(
-        plan, manual, out_specs[j], spec_path("out_specs", out_specs_given, j), launch.outputs, j));
+    results.push_back(assemble_output(plan, call, out_specs[j],
+                                      spec_path("out_specs", out_specs_given, j), outputs, j));
   }
   donate(plan.options.donate_argnums, args, arg_positions);
   return results;

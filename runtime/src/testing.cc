@@ -46,10 +46,10 @@ std::vector<uint64_t> float_bits(const Array& a, int& width) {
     }
   } else {
     if (a.dtype() == DType::kFloat16) {
-      std::vector<float16> h = a.to_vector<float16>();
+      std::vector<float16_t> h = a.to_vector<float16_t>();
       for (size_t i = 0; i < h.size(); ++i) out[i] = h[i].bits;
     } else {
-      std::vector<bfloat16> h = a.to_vector<bfloat16>();
+      std::vector<bfloat16_t> h = a.to_vector<bfloat16_t>();
       for (size_t i = 0; i < h.size(); ++i) out[i] = h[i].bits;
     }
   }

@@ -1,6 +1,6 @@
-// pmap conformance: every pmap case of jax-semantics.md §7.A/§7.B and the legacy errors of
-// §2.6, run against both implementations (the native legacy pmap and the compat shim on
-// shard_map), plus nested pmap, donation, and JAX's deprecated helpers.
+// pmap conformance: every pmap case of docs/conformance.md (C01-C45) and legacy pmap's errors,
+// run against both implementations (the native legacy pmap and the compat shim on shard_map),
+// plus nested pmap, donation, and JAX's deprecated helpers.
 #include "spmd/pmap.h"
 
 #include <algorithm>
@@ -37,7 +37,7 @@ std::vector<Device> first(int n) {
   return {d.begin(), d.begin() + n};
 }
 
-// ---- §7.A values ----
+// ---- pmap values (C01-C31) ----
 
 TEST_P(Pmap, C01Square) {
   EXPECT_ARRAY_EQ(pmap([](const Array& x) { return x * x; })(arange(4)), ints({0, 1, 4, 9}));
@@ -269,7 +269,7 @@ TEST_P(Pmap, NestedErrors) {
   expect_error<NameError>([&] { outer_j(iarange(8, {4, 2})); }, {"unbound axis name: j"});
 }
 
-// ---- §7.B errors (legacy texts in both implementations) ----
+// ---- pmap errors (C32-C45; legacy texts in both implementations) ----
 
 TEST_P(Pmap, C32C33TooFewDevices) {
   auto f = pmap([](const Array& x) { return 2 * x; });

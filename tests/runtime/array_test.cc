@@ -51,15 +51,15 @@ TEST(ArrayTest, FromVectorEveryDType) {
   EXPECT_EQ(u32.dtype(), DType::kUInt32);
   EXPECT_THAT(u32.to_vector<uint32_t>(), ElementsAre(0u, 4294967295u));
 
-  Array f16 = Array::from_vector<float16>({float16(1.5f), float16(-2.0f)});
+  Array f16 = Array::from_vector<float16_t>({float16_t(1.5f), float16_t(-2.0f)});
   EXPECT_EQ(f16.dtype(), DType::kFloat16);
   EXPECT_THAT(f16.to_vector<float>(), ElementsAre(1.5f, -2.0f));
-  EXPECT_EQ(f16.to_vector<float16>()[0].bits, 0x3e00);
+  EXPECT_EQ(f16.to_vector<float16_t>()[0].bits, 0x3e00);
 
-  Array bf16 = Array::from_vector<bfloat16>({bfloat16(0.5f), bfloat16(-3.0f)});
+  Array bf16 = Array::from_vector<bfloat16_t>({bfloat16_t(0.5f), bfloat16_t(-3.0f)});
   EXPECT_EQ(bf16.dtype(), DType::kBFloat16);
   EXPECT_THAT(bf16.to_vector<float>(), ElementsAre(0.5f, -3.0f));
-  EXPECT_EQ(bf16.to_vector<bfloat16>()[1].bits, 0xc040);
+  EXPECT_EQ(bf16.to_vector<bfloat16_t>()[1].bits, 0xc040);
 
   Array f32 = Array::from_vector<float>({0.25f, -1.5f});
   EXPECT_EQ(f32.dtype(), DType::kFloat32);
@@ -358,11 +358,14 @@ TEST(ArrayTest, Str) {
   EXPECT_EQ(Array::from_vector<uint32_t>({4294967295u}).str(), "[4294967295]");
   EXPECT_EQ(Array::from_vector<float>({1.0f, 2.5f, -0.0f}).str(), "[1., 2.5, -0.]");
   EXPECT_EQ(Array::from_vector<double>({0.1, 3.0}).str(), "[0.1, 3.]");
-  EXPECT_EQ(Array::from_vector<bfloat16>({bfloat16(2.0f), bfloat16(0.5f)}).str(), "[2., 0.5]");
+  EXPECT_EQ(Array::from_vector<bfloat16_t>({bfloat16_t(2.0f), bfloat16_t(0.5f)}).str(),
+            "[2., 0.5]");
   // 16-bit floats in their own shortest round-trip form.
-  EXPECT_EQ(Array::from_vector<bfloat16>({bfloat16(0.1f), bfloat16(-3.3f)}).str(), "[0.1, -3.3]");
-  EXPECT_EQ(Array::from_vector<float16>({float16(0.1f), float16(65504.0f), float16(1e-7f)}).str(),
-            "[0.1, 65500., 1e-07]");
+  EXPECT_EQ(Array::from_vector<bfloat16_t>({bfloat16_t(0.1f), bfloat16_t(-3.3f)}).str(),
+            "[0.1, -3.3]");
+  EXPECT_EQ(
+      Array::from_vector<float16_t>({float16_t(0.1f), float16_t(65504.0f), float16_t(1e-7f)}).str(),
+      "[0.1, 65500., 1e-07]");
   EXPECT_EQ(Array::from_vector<bool>({true, false}).str(), "[True, False]");
   EXPECT_EQ(iota({2, 2}).str(), "[[0, 1],\n [2, 3]]");
   EXPECT_EQ(iota({2, 2, 2}).str(), "[[[0, 1],\n  [2, 3]],\n\n [[4, 5],\n  [6, 7]]]");

@@ -1,10 +1,12 @@
-// Collectives: the collective rows of jax-semantics.md §7.A (pmap cases, run as shard_map over a
-// 1-D mesh with pmap's squeeze/expand adapter), every collective's semantics and errors (§4),
-// axis_index_groups, check_vma typing, dtypes and determinism. The suite is parameterised over
-// backends so that every backend runs the same cases.
+// Collectives: JAX's pmap conformance rows for collectives (run as shard_map over a 1-D mesh with
+// pmap's squeeze/expand adapter), every collective's semantics and errors, axis_index_groups,
+// check_vma typing, dtypes and determinism. The suite is parameterised over backends so that
+// every backend runs the same cases: the CPU backend and the test backend of tests/backends/
+// (a CUDA backend adds its platform here).
 #include <cmath>
 #include <cstring>
 
+#include "test_backend/test_backend.h"
 #include "test_util.h"
 
 namespace spmd {
@@ -12,15 +14,10 @@ namespace {
 
 using namespace spmd::testing;
 
-// Backends to run the suite on. A CUDA backend adds kCuda here.
 class Collectives : public ::testing::TestWithParam<Platform> {
  protected:
   Mesh mesh(Shape sizes, std::vector<std::string> names) {
-    std::vector<Device> pool;
-    for (const Device& d : devices()) {
-      if (d.platform == GetParam()) pool.push_back(d);
-    }
-    return make_mesh(std::move(sizes), std::move(names), pool);
+    return make_mesh(std::move(sizes), std::move(names), devices(GetParam().name()));
   }
   // psum of `n` floats per device over `devices` devices equals the rank-order sum, bit for bit,
   // on every device.
@@ -34,12 +31,13 @@ class Collectives : public ::testing::TestWithParam<Platform> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Backends, Collectives, ::testing::Values(Platform::kCpu),
+INSTANTIATE_TEST_SUITE_P(Backends, Collectives,
+                         ::testing::Values(Platform::kCpu, testing::kTestPlatform),
                          [](const ::testing::TestParamInfo<Platform>& p) {
-                           return p.param == Platform::kCpu ? "cpu" : "cuda";
+                           return std::string(p.param.name());
                          });
 
-// ---- §7.A collective rows ----
+// ---- pmap collective cases (C02-C29) ----
 
 TEST_P(Collectives, C02Psum) {
   auto f = pmap([](const Array& x) { return x - psum(x, "i"); }, 4);
@@ -327,7 +325,7 @@ TEST_P(Collectives, GroupErrors) {
   expect_error<ValueError>([&] { invariant(arange(4)); }, {"does not take axis_index_groups"});
 }
 
-// ---- §4 errors ----
+// ---- collective errors ----
 
 TEST_P(Collectives, UnboundAxisNames) {
   expect_error<NameError>([] { psum(arange(4), "batch"); },

@@ -15,10 +15,10 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-uint16_t half_bits(float f) { return float16(f).bits; }
-float half_value(uint16_t bits) { return static_cast<float>(float16::from_bits(bits)); }
-uint16_t bf16_bits(float f) { return bfloat16(f).bits; }
-float bf16_value(uint16_t bits) { return static_cast<float>(bfloat16::from_bits(bits)); }
+uint16_t half_bits(float f) { return float16_t(f).bits; }
+float half_value(uint16_t bits) { return static_cast<float>(float16_t::from_bits(bits)); }
+uint16_t bf16_bits(float f) { return bfloat16_t(f).bits; }
+float bf16_value(uint16_t bits) { return static_cast<float>(bfloat16_t::from_bits(bits)); }
 float from_bits(uint32_t bits) { return std::bit_cast<float>(bits); }
 
 TEST(Float16Test, ExactValues) {
@@ -169,8 +169,8 @@ TEST(DTypeTest, NamesAndSizes) {
     EXPECT_EQ(dtype_short_name(row.dt), row.short_name);
     EXPECT_EQ(itemsize(row.dt), row.size);
   }
-  static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2);
-  static_assert(dtype_of_v<float16> == DType::kFloat16 && dtype_of_v<uint32_t> == DType::kUInt32);
+  static_assert(sizeof(float16_t) == 2 && sizeof(bfloat16_t) == 2);
+  static_assert(dtype_of_v<float16_t> == DType::kFloat16 && dtype_of_v<uint32_t> == DType::kUInt32);
 }
 
 TEST(DTypeTest, Kinds) {

@@ -1,6 +1,6 @@
-// Fault behaviour of mapped calls (design.md §2): an exception on one device aborts the call and
-// releases the others; devices that run different collectives, or return while others wait, get
-// CollectiveMismatch at once; a device stuck in user code past the deadline gives
+// Fault behaviour of mapped calls (docs/design.md, "Faults"): an exception on one device aborts the
+// call and releases the others; devices that run different collectives, or return while others
+// wait, get CollectiveMismatch at once; a device stuck in user code past the deadline gives
 // CollectiveTimeout naming it. Every test bounds its own running time: none of these may hang.
 #include <atomic>
 #include <chrono>
@@ -44,6 +44,7 @@ TEST(Faults, UserExceptionAbortsTheCallAndReleasesWaiters) {
     FAIL() << "expected DeviceError";
   } catch (const DeviceError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("[on cpu:3]"));
+    EXPECT_EQ(e.device(), 3);
     EXPECT_THAT(e.what(), ::testing::HasSubstr("bad input on this shard"));
     try {
       std::rethrow_if_nested(e);

@@ -1,5 +1,5 @@
 // Devices, Mesh, PartitionSpec, NamedSharding, the mesh/sharding pictures, and the API spellings
-// that design.md §3 makes part of the contract (they must compile as written).
+// the public headers document (they must compile as written).
 #include <map>
 #include <set>
 #include <tuple>

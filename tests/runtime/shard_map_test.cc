@@ -1,5 +1,5 @@
-// shard_map: the value cases of jax-semantics.md §7.C (S01-S25), the error cases of §7.D and
-// §3.9 (S26-S47), block formation, output assembly, static arguments and partial manual mode.
+// shard_map: the value cases (S01-S25) and error cases (S26-S47) of docs/conformance.md, block
+// formation, output assembly, static arguments and partial manual mode.
 #include <atomic>
 #include <set>
 
@@ -16,7 +16,7 @@ const void* data_of(const Array& a) { return internal::const_view(a).data; }
 
 Array s02_input() { return ints({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 1, 2}); }
 
-// ---- §7.C values ----
+// ---- values (S01-S25) ----
 
 TEST(ShardMapConformance, S01IdentityBlocks) {
   std::vector<Shape> seen(4);
@@ -271,8 +271,8 @@ TEST(ShardMap, ReshardsInputsWithOtherShardings) {
 }
 
 TEST(ShardMap, DonatedArgumentsAreConsumed) {
-  auto f = shard_map([](const Array& x, const Array& y) { return x + y; }, mesh1(4), P("i"),
-                     P("i"), {.donate_argnums = {1}});
+  auto f = shard_map([](const Array& x, const Array& y) { return x + y; }, mesh1(4), P("i"), P("i"),
+                     {.donate_argnums = {1}});
   Array x = arange(8), y = arange(8);
   EXPECT_ARRAY_EQ(f(x, y), arange(8) * 2);
   EXPECT_FALSE(x.is_deleted());
@@ -308,7 +308,7 @@ TEST(ShardMap, DifferentBlockShapesAcrossDevicesAreAnError) {
   expect_error<ValueError>([&] { f(arange(4)); }, {"returned blocks of different types"});
 }
 
-// ---- §7.D and §3.9 errors ----
+// ---- errors (S26-S47) ----
 
 Array identity_f(const Array& x) { return x; }
 

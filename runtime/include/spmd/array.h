@@ -26,6 +26,7 @@
 
 #include "spmd/device.h"
 #include "spmd/dtype.h"
+#include "spmd/format.h"
 #include "spmd/sharding.h"
 
 namespace spmd {
@@ -103,6 +104,7 @@ struct Shard {
   Array data;
 };
 
+// Prints a.str().
 std::ostream& operator<<(std::ostream& os, const Array& a);
 
 // A copy of x laid out with `sharding` (each mesh device receives its block; blocks are shared
@@ -144,3 +146,6 @@ T Array::item() const {
 }
 
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::Array> : spmd::internal::StrFormatter<spmd::Array> {};

@@ -11,31 +11,50 @@
 // bfloat16+float16 -> float32). A Python-style "weak" scalar (a C++ literal in `x + 2`) takes the
 // array's dtype unless the kinds differ (an int array plus 2.5 gives float32).
 //
+// Every dtype also has JAX's name as a constant (spmd::float32 for jnp.float32), usable wherever
+// a DType is. The 16-bit float element types are spmd::float16_t and spmd::bfloat16_t (the
+// names of C++23's std::float16_t and std::bfloat16_t), since spmd::float16 names the dtype.
+//
 // Example:
-//   spmd::promote_types(spmd::DType::kInt32, spmd::DType::kFloat16);  // kFloat16
-//   spmd::float16 h(1.5f);  float back = static_cast<float>(h);
+//   spmd::promote_types(spmd::int32, spmd::float16);    // DType::kFloat16
+//   spmd::Array z = spmd::zeros({2, 3}, spmd::bfloat16);
+//   spmd::float16_t h(1.5f);  float back = static_cast<float>(h);
+//   fmt::print("{}\n", spmd::float32);                  // float32 (std::cout << works too)
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "spmd/format.h"
 
 namespace spmd {
 
 enum class DType { kBool, kInt32, kInt64, kUInt32, kFloat16, kBFloat16, kFloat32, kFloat64 };
 
+// JAX's dtype names (jnp.float32, ...). bool_ is jnp.bool_ (bool is a C++ keyword).
+inline constexpr DType bool_ = DType::kBool;
+inline constexpr DType int32 = DType::kInt32;
+inline constexpr DType int64 = DType::kInt64;
+inline constexpr DType uint32 = DType::kUInt32;
+inline constexpr DType float16 = DType::kFloat16;
+inline constexpr DType bfloat16 = DType::kBFloat16;
+inline constexpr DType float32 = DType::kFloat32;
+inline constexpr DType float64 = DType::kFloat64;
+
 // Array shapes: one extent per dimension, row-major.
 using Shape = std::vector<int64_t>;
 
 // IEEE binary16, stored as its bit pattern. Conversions round to nearest even.
-struct float16 {
+struct float16_t {
   uint16_t bits = 0;
-  float16() = default;
-  explicit float16(float f);
+  float16_t() = default;
+  explicit float16_t(float f);
   explicit operator float() const;
-  static float16 from_bits(uint16_t b) {
-    float16 h;
+  static float16_t from_bits(uint16_t b) {
+    float16_t h;
     h.bits = b;
     return h;
   }
@@ -43,13 +62,13 @@ struct float16 {
 
 // bfloat16 (the top half of a float32), stored as its bit pattern. Conversions round to nearest
 // even, as XLA does.
-struct bfloat16 {
+struct bfloat16_t {
   uint16_t bits = 0;
-  bfloat16() = default;
-  explicit bfloat16(float f);
+  bfloat16_t() = default;
+  explicit bfloat16_t(float f);
   explicit operator float() const;
-  static bfloat16 from_bits(uint16_t b) {
-    bfloat16 h;
+  static bfloat16_t from_bits(uint16_t b) {
+    bfloat16_t h;
     h.bits = b;
     return h;
   }
@@ -59,6 +78,8 @@ struct bfloat16 {
 int64_t itemsize(DType dt);
 // JAX's name: "bool", "int32", "int64", "uint32", "float16", "bfloat16", "float32", "float64".
 std::string_view dtype_name(DType dt);
+// Prints dtype_name(dt).
+std::ostream& operator<<(std::ostream& os, DType dt);
 // JAX's short form used in shapes such as f32[4,2]: "bool", "i32", "i64", "u32", "f16", "bf16",
 // "f32", "f64".
 std::string_view dtype_short_name(DType dt);
@@ -95,11 +116,11 @@ struct dtype_of<uint32_t> {
   static constexpr DType value = DType::kUInt32;
 };
 template <>
-struct dtype_of<float16> {
+struct dtype_of<float16_t> {
   static constexpr DType value = DType::kFloat16;
 };
 template <>
-struct dtype_of<bfloat16> {
+struct dtype_of<bfloat16_t> {
   static constexpr DType value = DType::kBFloat16;
 };
 template <>
@@ -119,3 +140,11 @@ int64_t shape_size(const Shape& shape);
 std::string shape_tuple_string(const Shape& shape);
 
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::DType> : fmt::formatter<std::string_view> {
+  template <class FormatContext>
+  auto format(spmd::DType dt, FormatContext& ctx) const {
+    return fmt::formatter<std::string_view>::format(spmd::dtype_name(dt), ctx);
+  }
+};

@@ -68,6 +68,11 @@ class RuntimeError : public Error {
  public:
   using Error::Error;
 };
+// A file could not be opened, read or written (Python's OSError; spmd::load, spmd::save).
+class OSError : public Error {
+ public:
+  using Error::Error;
+};
 
 // Devices of one mapped call ran different collectives at the same point of their programs
 // (different op, axes, dtype or shape), or one device returned from the body while others waited

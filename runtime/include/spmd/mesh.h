@@ -12,6 +12,7 @@
 // Meshes are immutable values, cheap to copy; equal when devices, sizes and names are equal.
 #pragma once
 
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "spmd/device.h"
 #include "spmd/dtype.h"
+#include "spmd/format.h"
 
 namespace spmd {
 
@@ -64,6 +66,8 @@ class Mesh {
   struct Impl;
   std::shared_ptr<const Impl> impl_;
 };
+// Prints mesh.str().
+std::ostream& operator<<(std::ostream& os, const Mesh& mesh);
 
 // The first prod(axis_sizes) devices of `devices` (default: spmd::devices()) reshaped row-major.
 // Throws ValueError "Number of devices {n} must be >= the product of mesh_shape {sizes}".
@@ -71,3 +75,6 @@ Mesh make_mesh(Shape axis_sizes, std::vector<std::string> axis_names,
                std::optional<std::vector<Device>> devices = std::nullopt);
 
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::Mesh> : spmd::internal::StrFormatter<spmd::Mesh> {};

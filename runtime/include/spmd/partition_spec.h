@@ -18,9 +18,12 @@
 #pragma once
 
 #include <initializer_list>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "spmd/format.h"
 
 namespace spmd {
 
@@ -84,4 +87,10 @@ class PartitionSpec {
 
 using P = PartitionSpec;
 
+// Prints spec.str().
+std::ostream& operator<<(std::ostream& os, const PartitionSpec& spec);
+
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::PartitionSpec> : spmd::internal::StrFormatter<spmd::PartitionSpec> {};

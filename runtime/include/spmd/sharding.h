@@ -14,6 +14,7 @@
 //   s.device_indices({8, 3})[1];         // {{2, 4}, {0, 3}}: rows 2..3 on the mesh's device 1
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 
 #include "spmd/device.h"
 #include "spmd/dtype.h"
+#include "spmd/format.h"
 #include "spmd/mesh.h"
 #include "spmd/partition_spec.h"
 
@@ -72,4 +74,13 @@ class Sharding {
   Device device_;
 };
 
+// Print str().
+std::ostream& operator<<(std::ostream& os, const NamedSharding& sharding);
+std::ostream& operator<<(std::ostream& os, const Sharding& sharding);
+
 }  // namespace spmd
+
+template <>
+struct fmt::formatter<spmd::NamedSharding> : spmd::internal::StrFormatter<spmd::NamedSharding> {};
+template <>
+struct fmt::formatter<spmd::Sharding> : spmd::internal::StrFormatter<spmd::Sharding> {};

@@ -1,6 +1,8 @@
 // File: spmd/spmd.h
 //
-// The umbrella header: everything a program written against spmd needs.
+// The umbrella header: everything a program written against spmd needs (spmd/testing.h, the
+// legacy spmd/pmap.h and spmd/version.h, which CMake generates in the build tree, are included
+// separately).
 //
 // Example:
 //   #include <spmd/spmd.h>
@@ -9,7 +11,7 @@
 //     spmd::Mesh mesh = spmd::make_mesh({8}, {"i"});
 //     auto total = spmd::shard_map([](const spmd::Array& b) { return spmd::psum(b, "i"); },
 //                                  mesh, spmd::P("i"), spmd::P());
-//     fmt::print("{}\n", total(spmd::arange(16)).str());
+//     fmt::print("{}\n", total(spmd::arange(16)));  // [56, 64]
 //   }
 #pragma once
 
@@ -19,7 +21,9 @@
 #include "spmd/device.h"
 #include "spmd/dtype.h"
 #include "spmd/errors.h"
+#include "spmd/format.h"
 #include "spmd/mesh.h"
+#include "spmd/npy.h"
 #include "spmd/ops.h"
 #include "spmd/partition_spec.h"
 #include "spmd/pmap_mesh.h"

@@ -1,25 +1,61 @@
-// Backend registry and Buffer (backend.h).
-#include "backend/backend.h"
-
-#include "cpu/cpu_backend.h"
-#include "spmd/errors.h"
+// Buffer (backend.h), dense strides (kernels.h) and copies between devices (transfer.h).
+#include "backend/registry.h"
+#include "backend/transfer.h"
 
 namespace spmd::internal {
+namespace {
 
-Backend& backend_for(const Device& device) {
-  switch (device.platform) {
-    case Platform::kCpu:
-      return cpu_backend();
-    case Platform::kCuda:
-      break;
+// A dense scratch block on one device, returned to its backend on destruction.
+class Scratch {
+ public:
+  Scratch(const Device& device, const Shape& shape, DType dtype)
+      : buffer_(device, shape_size(shape) * itemsize(dtype)), shape_(shape), dtype_(dtype) {}
+  MutView view() const { return MutView{buffer_.data(), dtype_, shape_, dense_strides(shape_)}; }
+  ConstView const_view() const {
+    return ConstView{buffer_.data(), dtype_, shape_, dense_strides(shape_)};
   }
-  throw NotImplementedError("no backend for device " + device.str() +
-                            ": this build has only the CPU backend");
+  size_t bytes() const { return buffer_.bytes(); }
+  void* data() const { return buffer_.data(); }
+
+ private:
+  Buffer buffer_;
+  Shape shape_;
+  DType dtype_;
+};
+
+}  // namespace
+
+Strides dense_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= shape[d];
+  }
+  return strides;
 }
 
 Buffer::Buffer(Device device, size_t bytes)
-    : device_(device), bytes_(bytes), data_(backend_for(device).allocate(device, bytes)) {}
+    : device_(device),
+      backend_(&backend_for(device)),
+      bytes_(bytes),
+      data_(backend_->allocate(device, bytes)) {}
 
-Buffer::~Buffer() { backend_for(device_).deallocate(device_, data_, bytes_); }
+Buffer::~Buffer() { backend_->deallocate(device_, data_, bytes_); }
+
+void copy_between(const Device& from, const ConstView& src, const Device& to, const MutView& dst) {
+  if (from.platform == to.platform) {
+    backend_for(from).copy(from, src, to, dst);
+    return;
+  }
+  // Across platforms: dense on the source device, to the host, dense on the destination device.
+  Scratch packed(from, src.shape, src.dtype);
+  backend_for(from).copy(from, src, from, packed.view());
+  std::vector<char> host(packed.bytes());
+  backend_for(from).to_host(from, packed.data(), host.data(), host.size());
+  Scratch arrived(to, src.shape, src.dtype);
+  backend_for(to).from_host(to, host.data(), arrived.data(), host.size());
+  backend_for(to).copy(to, arrived.const_view(), to, dst);
+}
 
 }  // namespace spmd::internal

@@ -1,12 +1,22 @@
 // Internal: the backend seam. One Backend per device platform provides memory, op kernels
-// (backend/kernels.h) and collectives over device groups (Communicator). The CPU backend
-// (cpu/cpu_backend.h) is the only one today; a CUDA/NCCL backend and a multi-process backend
-// implement the same three pieces without touching the public API or the ops layer.
+// (backend/kernels.h), transfers, and collectives over device groups (Communicator). Backends
+// register themselves (backend/registry.h); nothing outside a backend's folder includes it.
+// docs/design.md ("The backend seam") says how to add one.
+//
+// Execution model the interface assumes: every device is driven by one host thread at a time
+// (exec/executor.h). Kernels, transfers and collectives are called on that thread. A backend
+// with streams (CUDA) may return from a kernel or collective once the work is enqueued on the
+// device's stream; everything later on the same device is ordered after it, and to_host()
+// waits for it. A backend without streams (CPU) completes the work before returning.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "backend/kernels.h"
 #include "spmd/device.h"
@@ -14,7 +24,7 @@
 
 namespace spmd::internal {
 
-class SyncContext;
+class Backend;
 
 // Device memory owned by one Array shard (or several, when shared). Returned to the backend's
 // allocator on destruction.
@@ -31,6 +41,7 @@ class Buffer {
 
  private:
   Device device_;
+  Backend* backend_;
   size_t bytes_;
   void* data_;
 };
@@ -38,58 +49,121 @@ class Buffer {
 // The reductions a collective can apply.
 enum class ReduceKind { kSum, kMax, kMin };
 
-// One group of devices that run collectives together inside one mapped call. All members share
-// one Communicator; each calls with its own rank (position in the group, 0..size-1). Every method
-// is collective: all members call it, in the same order. A method returns once this member's
-// output is complete; inputs stay alive (through `keep`) until every member has read them.
-// Waiting honours the call's abort flag and deadline through the SyncContext.
+// How a blocking operation (a collective, a communicator's creation) learns that it must stop:
+// the abort token of the call it serves and the calling device's deadline. Backends check
+// aborted() while they wait (an atomic load) and never wait past deadline().
+class Cancel {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~Cancel() = default;
+
+  // True once the call has aborted; the call then also aborts every communicator it uses.
+  virtual bool aborted() const = 0;
+  // When the calling device's current wait must end; fixed at the first call per collective.
+  virtual Clock::time_point deadline() = 0;
+  // Throws the error that stands for the call's abort.
+  [[noreturn]] virtual void throw_aborted() = 0;
+  // Aborts the call and throws CollectiveTimeout naming the devices that did not arrive; for a
+  // waiter whose deadline has passed.
+  [[noreturn]] virtual void throw_timeout() = 0;
+  // How many device threads the call runs: a hint for how long to spin before sleeping.
+  virtual int threads() const = 0;
+};
+
+// Where the members of one new communicator meet while they create their handles: the first
+// member to ask makes the shared state (the CPU backend: its shared-memory exchange), the others
+// get the same object. One Rendezvous per communicator instance, shared by the members of this
+// process.
+class Rendezvous {
+ public:
+  template <class T>
+  std::shared_ptr<T> shared(const std::function<std::shared_ptr<T>()>& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!state_) state_ = make();
+    return std::static_pointer_cast<T>(state_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<void> state_;
+};
+
+// One rank's handle on a communicator: a group of devices that run collectives together, in the
+// order given at creation (rank = position). Modelled on NCCL and c10d:
+//   - Every method is collective: all members call it, in the same order, each on its own
+//     device's thread; it returns once this member's output is complete (or, with streams,
+//     enqueued).
+//   - Buffer lifetime: `in` and `out` stay valid until the method returns on this member. A
+//     backend whose members read each other's inputs after that (the CPU backend's zero-copy
+//     pulls) holds `keep` until no member can read `in` any more.
+//   - Waiting honours `cancel`; abort() (from any thread) makes every member that waits, or will
+//     wait, in this communicator throw through its Cancel. An aborted communicator is not reused.
+//   - Handles are cached and outlive calls (exec/communicator_pool.h): one call uses a
+//     communicator at a time, and release() runs between calls.
 class Communicator {
  public:
   using Keep = std::shared_ptr<const void>;
   virtual ~Communicator() = default;
 
   // out = elementwise op over every member's in (count elements of dtype), in rank order.
-  virtual void all_reduce(int rank, ReduceKind op, DType dtype, int64_t count, const void* in,
-                          void* out, Keep keep) = 0;
+  virtual void all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
+                          const Keep& keep, Cancel& cancel) = 0;
   // in is [outer][size][inner]; out[o][:] = op over q of in_q[o][rank][:] (inner elements).
-  virtual void reduce_scatter(int rank, ReduceKind op, DType dtype, int64_t outer, int64_t inner,
-                              const void* in, void* out, Keep keep) = 0;
+  virtual void reduce_scatter(ReduceKind op, DType dtype, int64_t outer, int64_t inner,
+                              const void* in, void* out, const Keep& keep, Cancel& cancel) = 0;
   // out is [outer][size][row_bytes]; out[o][q] = in_q[o] (in is [outer][row_bytes]).
-  virtual void all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in, void* out,
-                          Keep keep) = 0;
+  virtual void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out,
+                          const Keep& keep, Cancel& cancel) = 0;
   // in and out are [size][chunk_bytes]; out[q] = in_q[rank].
-  virtual void all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out, Keep keep) = 0;
+  virtual void all_to_all(int64_t chunk_bytes, const void* in, void* out, const Keep& keep,
+                          Cancel& cancel) = 0;
   // out = in_src (bytes), or zeros when src < 0. Every member also serves as a source.
-  virtual void permute(int rank, int src, int64_t bytes, const void* in, void* out, Keep keep) = 0;
+  virtual void permute(int src, int64_t bytes, const void* in, void* out, const Keep& keep,
+                       Cancel& cancel) = 0;
   // Returns once every member has arrived.
-  virtual void barrier(int rank) = 0;
-  // Wakes every member blocked in this communicator so that it sees the call's abort flag.
-  virtual void wake_for_abort() = 0;
+  virtual void barrier(Cancel& cancel) = 0;
+
+  // Releases every member waiting in this communicator, now or later (NCCL's ncclCommAbort).
+  // Thread-safe; idempotent.
+  virtual void abort() = 0;
+  // Called on every handle when the call that used the communicator has ended and no member is
+  // inside a collective: drop what was kept for that call. Returns false when the communicator
+  // cannot serve another call (it was aborted, or its members ran different numbers of
+  // collectives), so that the pool destroys it.
+  virtual bool release() = 0;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Platform platform() const = 0;
+  // How many devices the platform has in this process (0: the platform is absent).
+  virtual int device_count() const = 0;
 
   // Memory for `bytes` bytes on `device`, 64-byte aligned. Never null for bytes > 0.
   virtual void* allocate(const Device& device, size_t bytes) = 0;
   virtual void deallocate(const Device& device, void* data, size_t bytes) = 0;
-  // Whether kernels running for `reader` may read memory of `owner` directly (zero-copy).
+  // Whether kernels running for `reader` may read memory of `owner` directly (zero-copy); both
+  // are devices of this backend.
   virtual bool can_alias(const Device& owner, const Device& reader) const = 0;
-  // Copies between host memory and device memory (plain memcpy on the CPU backend).
+  // Copies between host memory and device memory.
   virtual void to_host(const Device& device, const void* src, void* host_dst,
                        size_t bytes) const = 0;
   virtual void from_host(const Device& device, const void* host_src, void* dst,
                          size_t bytes) const = 0;
+  // dst[i] = src[i] for views of equal shape and dtype, src on `from` and dst on `to` (both this
+  // backend's devices; any strides). Used to assemble blocks and shards across devices.
+  virtual void copy(const Device& from, const ConstView& src, const Device& to,
+                    const MutView& dst) const = 0;
 
   virtual const Kernels& kernels() const = 0;
 
-  // A communicator for a group of `size` members inside the call that `sync` belongs to.
-  virtual std::unique_ptr<Communicator> make_communicator(int size, SyncContext& sync) = 0;
+  // The handle of rank `rank` on a communicator over `members` (ordered devices of this
+  // backend). Called once per rank, on that rank's device thread; the ranks of one communicator
+  // share `rendezvous`. May wait for the other members (honouring `cancel`).
+  virtual std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members,
+                                                          int rank, Rendezvous& rendezvous,
+                                                          Cancel& cancel) = 0;
 };
-
-// The backend of a device's platform.
-Backend& backend_for(const Device& device);
 
 }  // namespace spmd::internal

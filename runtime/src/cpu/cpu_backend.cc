@@ -1,4 +1,5 @@
 // The CPU backend: a caching host allocator, the CPU kernels and shared-memory communicators.
+// It registers as the "cpu" platform (backend/registry.h).
 #include "cpu/cpu_backend.h"
 
 #include <algorithm>
@@ -8,8 +9,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/registry.h"
 #include "cpu/cpu_communicator.h"
 #include "cpu/cpu_kernels.h"
+#include "settings.h"
 
 namespace spmd::internal {
 namespace {
@@ -77,12 +80,14 @@ class CachingAllocator {
 class CpuBackend final : public Backend {
  public:
   Platform platform() const override { return Platform::kCpu; }
+  int device_count() const override { return settings().cpu_devices; }
   void* allocate(const Device& device, size_t bytes) override {
     return allocator_.allocate(device.id, bytes);
   }
   void deallocate(const Device& device, void* data, size_t bytes) override {
     allocator_.deallocate(device.id, data, bytes);
   }
+  // Every CPU device is a thread of this process over host memory.
   bool can_alias(const Device&, const Device&) const override { return true; }
   void to_host(const Device&, const void* src, void* dst, size_t bytes) const override {
     if (bytes) std::memcpy(dst, src, bytes);
@@ -90,9 +95,16 @@ class CpuBackend final : public Backend {
   void from_host(const Device&, const void* src, void* dst, size_t bytes) const override {
     if (bytes) std::memcpy(dst, src, bytes);
   }
+  void copy(const Device&, const ConstView& src, const Device&, const MutView& dst) const override {
+    cpu_kernels().copy(src, dst);
+  }
   const Kernels& kernels() const override { return cpu_kernels(); }
-  std::unique_ptr<Communicator> make_communicator(int size, SyncContext& sync) override {
-    return std::make_unique<CpuCommunicator>(size, sync);
+  std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members, int rank,
+                                                  Rendezvous& rendezvous, Cancel&) override {
+    const int size = static_cast<int>(members.size());
+    std::shared_ptr<CpuExchange> exchange =
+        rendezvous.shared<CpuExchange>([size] { return std::make_shared<CpuExchange>(size); });
+    return std::make_unique<CpuCommunicator>(std::move(exchange), rank);
   }
 
  private:
@@ -101,10 +113,10 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-Backend& cpu_backend() {
-  // Never destroyed: buffers may be freed during static destruction.
-  static CpuBackend* backend = new CpuBackend();
-  return *backend;
+void register_cpu_backend() {
+  register_backend({.platform = Platform::kCpu, .preference = 0, .create = [] {
+                      return std::make_unique<CpuBackend>();
+                    }});
 }
 
 }  // namespace spmd::internal

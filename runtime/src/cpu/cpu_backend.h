@@ -2,10 +2,9 @@
 // any other device's buffers (zero-copy collectives and block formation).
 #pragma once
 
-#include "backend/backend.h"
-
 namespace spmd::internal {
 
-Backend& cpu_backend();
+// Registers the "cpu" platform (called from the generated register_builtin_backends()).
+void register_cpu_backend();
 
 }  // namespace spmd::internal

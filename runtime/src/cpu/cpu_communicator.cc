@@ -7,6 +7,8 @@
 #include <functional>
 #include <type_traits>
 
+#include "backend/element_rules.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -14,118 +16,65 @@
 namespace spmd::internal {
 namespace {
 
-// Integer sums wrap like XLA's, so they accumulate in the unsigned type of the same width.
-template <class T>
-using WrapSum = std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
-                                   std::make_unsigned_t<T>, T>;
-
-template <class T, class Acc>
-struct Codec {
-  static Acc load(T v) { return static_cast<Acc>(v); }
-  static T store(Acc v) { return static_cast<T>(v); }
-};
-// float16 and bfloat16 accumulate in float and round once.
-struct Half {
-  static float load(uint16_t v) { return static_cast<float>(float16::from_bits(v)); }
-  static uint16_t store(float v) { return float16(v).bits; }
-};
-struct BHalf {
-  static float load(uint16_t v) { return static_cast<float>(bfloat16::from_bits(v)); }
-  static uint16_t store(float v) { return bfloat16(v).bits; }
-};
-
-struct Sum {
-  template <class A>
-  static A apply(A a, A b) {
-    if constexpr (std::is_same_v<A, bool>)
-      return a || b;
-    else
-      return static_cast<A>(a + b);
-  }
-};
-// NaN-propagating, like jnp.maximum/minimum.
-struct Max {
-  template <class A>
-  static A apply(A a, A b) {
-    return (a > b || a != a) ? a : b;
-  }
-};
-struct Min {
-  template <class A>
-  static A apply(A a, A b) {
-    return (a < b || a != a) ? a : b;
-  }
-};
+// All-reduces of at most this many bytes are computed by the last member to arrive, for all
+// members, before it releases them (one synchronisation, minimal traffic). Larger when threads
+// outnumber cores: the members cannot run in parallel anyway, so one thread doing all the work
+// beats N threads each reading N inputs.
+constexpr int64_t kLeaderMaxBytes = 4096;
+constexpr int64_t kLeaderMaxBytesOversubscribed = 64 * 1024;
+// Block size of owner-computes: a block stays in L1/L2 while it is written to every output.
+constexpr int64_t kBlockBytes = 16 * 1024;
+// All-reduces of at least this many bytes per device write other devices' outputs with
+// non-temporal stores (the outputs would not stay in cache anyway).
+constexpr int64_t kStreamMinBytes = 4 << 20;
 
 // acc[i] = op(...op(op(acc[i], in[0][i]), in[1][i])..., in[K-1][i]): K inputs folded in order
 // while acc[i] sits in a register, so the loop vectorizes and touches the accumulator once per K
 // inputs instead of once per input.
-template <int K, class T, class Acc, class C, class Op>
-void fold(Acc* acc, const T* const* in, int64_t offset, int64_t len) {
+template <int K, class T, class Rule>
+void fold(ComputeOf<T>* acc, const StorageOf<T>* const* in, int64_t offset, int64_t len) {
   for (int64_t i = 0; i < len; ++i) {
-    Acc a = acc[i];
-    for (int q = 0; q < K; ++q) a = Op::apply(a, C::load(in[q][offset + i]));
+    ComputeOf<T> a = acc[i];
+    for (int q = 0; q < K; ++q) a = Rule::apply(a, load<T>(&in[q][offset + i]));
     acc[i] = a;
   }
 }
 
-template <class T, class Acc, class C, class Op>
-void fold_some(int k, Acc* acc, const T* const* in, int64_t offset, int64_t len) {
+template <class T, class Rule>
+void fold_some(int k, ComputeOf<T>* acc, const StorageOf<T>* const* in, int64_t offset,
+               int64_t len) {
   switch (k) {
     case 1:
-      return fold<1, T, Acc, C, Op>(acc, in, offset, len);
+      return fold<1, T, Rule>(acc, in, offset, len);
     case 2:
-      return fold<2, T, Acc, C, Op>(acc, in, offset, len);
+      return fold<2, T, Rule>(acc, in, offset, len);
     case 3:
-      return fold<3, T, Acc, C, Op>(acc, in, offset, len);
+      return fold<3, T, Rule>(acc, in, offset, len);
     default:
-      return fold<4, T, Acc, C, Op>(acc, in, offset, len);
+      return fold<4, T, Rule>(acc, in, offset, len);
   }
 }
 
 // Reduces block by block so the accumulator stays in L1; each element sees inputs in rank order.
-template <class T, class Acc, class C, class Op>
+template <class T, class Rule>
 void reduce_typed(const void* const* ins, int n, void* out, int64_t begin, int64_t end) {
   constexpr int64_t kBlock = 1024;
-  Acc acc[kBlock];
-  const T* const* in = reinterpret_cast<const T* const*>(ins);
+  ComputeOf<T> acc[kBlock];
+  const auto* const* in = reinterpret_cast<const StorageOf<T>* const*>(ins);
   for (int64_t b = begin; b < end; b += kBlock) {
     int64_t len = std::min(kBlock, end - b);
-    for (int64_t i = 0; i < len; ++i) acc[i] = C::load(in[0][b + i]);
-    for (int q = 1; q < n; q += 4) {
-      fold_some<T, Acc, C, Op>(std::min(4, n - q), acc, in + q, b, len);
-    }
-    T* dst = static_cast<T*>(out) + (b - begin);
-    for (int64_t i = 0; i < len; ++i) dst[i] = C::store(acc[i]);
+    for (int64_t i = 0; i < len; ++i) acc[i] = load<T>(&in[0][b + i]);
+    for (int q = 1; q < n; q += 4) fold_some<T, Rule>(std::min(4, n - q), acc, in + q, b, len);
+    StorageOf<T>* dst = static_cast<StorageOf<T>*>(out) + (b - begin);
+    for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
   }
 }
 
-template <class Op>
-void reduce_op(DType dtype, const void* const* ins, int n, void* out, int64_t begin, int64_t end) {
-  constexpr bool kSum = std::is_same_v<Op, Sum>;
-  switch (dtype) {
-    case DType::kBool:
-      return reduce_typed<bool, bool, Codec<bool, bool>, Op>(ins, n, out, begin, end);
-    case DType::kInt32: {
-      using A = std::conditional_t<kSum, WrapSum<int32_t>, int32_t>;
-      return reduce_typed<int32_t, A, Codec<int32_t, A>, Op>(ins, n, out, begin, end);
-    }
-    case DType::kInt64: {
-      using A = std::conditional_t<kSum, WrapSum<int64_t>, int64_t>;
-      return reduce_typed<int64_t, A, Codec<int64_t, A>, Op>(ins, n, out, begin, end);
-    }
-    case DType::kUInt32:
-      return reduce_typed<uint32_t, uint32_t, Codec<uint32_t, uint32_t>, Op>(ins, n, out, begin,
-                                                                             end);
-    case DType::kFloat16:
-      return reduce_typed<uint16_t, float, Half, Op>(ins, n, out, begin, end);
-    case DType::kBFloat16:
-      return reduce_typed<uint16_t, float, BHalf, Op>(ins, n, out, begin, end);
-    case DType::kFloat32:
-      return reduce_typed<float, float, Codec<float, float>, Op>(ins, n, out, begin, end);
-    case DType::kFloat64:
-      return reduce_typed<double, double, Codec<double, double>, Op>(ins, n, out, begin, end);
-  }
+template <class Rule>
+void reduce_rule(DType dtype, const void* const* ins, int n, void* out, int64_t begin,
+                 int64_t end) {
+  dispatch(dtype,
+           [&]<class T>(std::type_identity<T>) { reduce_typed<T, Rule>(ins, n, out, begin, end); });
 }
 
 // Copies `bytes` from src to dst, with non-temporal stores when `stream` is set: for outputs larger
@@ -169,57 +118,69 @@ void reduce_inputs(ReduceKind op, DType dtype, const void* const* ins, int n, vo
                    int64_t begin, int64_t end) {
   switch (op) {
     case ReduceKind::kSum:
-      return reduce_op<Sum>(dtype, ins, n, out, begin, end);
+      return reduce_rule<SumRule>(dtype, ins, n, out, begin, end);
     case ReduceKind::kMax:
-      return reduce_op<Max>(dtype, ins, n, out, begin, end);
+      return reduce_rule<MaxRule>(dtype, ins, n, out, begin, end);
     case ReduceKind::kMin:
-      return reduce_op<Min>(dtype, ins, n, out, begin, end);
+      return reduce_rule<MinRule>(dtype, ins, n, out, begin, end);
   }
 }
 
-CpuCommunicator::CpuCommunicator(int size, SyncContext& sync, CpuCommunicatorOptions options)
-    : size_(size), sync_(sync), options_(options), counters_(size) {
+CpuExchange::CpuExchange(int size) : size_(size), counters_(size) {
   slots_[0].resize(size);
   slots_[1].resize(size);
 }
 
-void CpuCommunicator::arrive(const std::function<void()>& leader_work) {
+void CpuExchange::wait_gate(uint32_t gen, Cancel& cancel) {
+  uint32_t v = gen;
+  auto changed = [&] { return (v = gate_.word.load(std::memory_order_acquire)) != gen; };
+  if (!spin_then_yield(wait_policy(cancel.threads()), changed)) {
+    const Cancel::Clock::time_point deadline = cancel.deadline();
+    while ((v = gate_.word.load(std::memory_order_acquire)) == gen) {
+      auto left = deadline - Cancel::Clock::now();
+      if (left.count() <= 0) cancel.throw_timeout();
+      gate_.sleep(gen, left);
+    }
+  }
+  if (v & kAbortBit) cancel.throw_aborted();
+}
+
+void CpuExchange::arrive(Cancel& cancel, const std::function<void()>& leader_work) {
   uint32_t gen = gate_.word.load(std::memory_order_acquire);
-  if (gen & SyncContext::kAbortBit) sync_.throw_aborted();
+  if (gen & kAbortBit) cancel.throw_aborted();
   if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
     if (leader_work) leader_work();
     arrived_.store(0, std::memory_order_relaxed);
     gate_.word.fetch_add(2, std::memory_order_seq_cst);
     gate_.wake();
   } else {
-    sync_.wait_while_equal(gate_, gen);
+    wait_gate(gen, cancel);
   }
 }
 
-const std::vector<CpuCommunicator::Slot>& CpuCommunicator::exchange(
-    int rank, const void* in, void* out, Keep keep,
+const std::vector<CpuExchange::Slot>& CpuExchange::exchange(
+    int rank, const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel,
     const std::function<void(const std::vector<Slot>&)>& leader_work) {
   std::vector<Slot>& set = slots_[counters_[rank].ops++ & 1];
   set[rank].in = in;
   set[rank].out = out;
-  set[rank].keep = std::move(keep);
+  set[rank].keep = keep;
   if (leader_work) {
-    arrive([&] { leader_work(set); });
+    arrive(cancel, [&] { leader_work(set); });
   } else {
-    arrive();
+    arrive(cancel);
   }
   return set;
 }
 
-void CpuCommunicator::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count,
-                                 const void* in, void* out, Keep keep) {
+void CpuExchange::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count, const void* in,
+                             void* out, const Communicator::Keep& keep, Cancel& cancel) {
   const int64_t item = itemsize(dtype);
-  const bool oversubscribed = sync_.policy().yields > 0;
-  if (count * item <=
-      (oversubscribed ? options_.leader_max_bytes_oversubscribed : options_.leader_max_bytes)) {
+  const bool oversubscribed = wait_policy(cancel.threads()).yields > 0;
+  if (count * item <= (oversubscribed ? kLeaderMaxBytesOversubscribed : kLeaderMaxBytes)) {
     // The last member to arrive reduces once and fills every output before it releases the
     // others: one synchronisation, and the least work and cache traffic of any scheme.
-    exchange(rank, in, out, std::move(keep), [&](const std::vector<Slot>& slots) {
+    exchange(rank, in, out, keep, cancel, [&](const std::vector<Slot>& slots) {
       Inputs ins(size_);
       for (int q = 0; q < size_; ++q) ins[q] = slots[q].in;
       reduce_inputs(op, dtype, ins.data(), size_, slots[0].out, 0, count);
@@ -227,24 +188,24 @@ void CpuCommunicator::all_reduce(int rank, ReduceKind op, DType dtype, int64_t c
     });
     return;
   }
-  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
   Inputs ins(size_);
   for (int q = 0; q < size_; ++q) ins[q] = set[q].in;
   // Owner-computes: chunks are multiples of 64 bytes so that no two owners share a cache line.
   const int64_t align = std::max<int64_t>(1, 64 / item);
   const int64_t chunk = ((count + size_ - 1) / size_ + align - 1) / align * align;
-  const int64_t block = std::max<int64_t>(align, options_.block_bytes / item);
+  const int64_t block = std::max<int64_t>(align, kBlockBytes / item);
   const int64_t begin = std::min(count, rank * chunk);
   const int64_t end = std::min(count, begin + chunk);
   // Large outputs are written with streaming stores from a small reduced block, own output
   // included, so that they do not evict the inputs (which then stay in the last-level cache).
-  const bool stream = count * item >= options_.stream_min_bytes;
+  const bool stream = count * item >= kStreamMinBytes;
   thread_local std::vector<char> staging;
   if (stream && static_cast<int64_t>(staging.size()) < block * item + 64) {
     staging.resize(block * item + 64);
   }
-  char* reduced_base = reinterpret_cast<char*>(
-      (reinterpret_cast<uintptr_t>(staging.data()) + 63) / 64 * 64);
+  char* reduced_base =
+      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(staging.data()) + 63) / 64 * 64);
   for (int64_t b = begin; b < end; b += block) {
     int64_t e = std::min(end, b + block);
     char* reduced = stream ? reduced_base : static_cast<char*>(out) + b * item;
@@ -255,12 +216,13 @@ void CpuCommunicator::all_reduce(int rank, ReduceKind op, DType dtype, int64_t c
     }
   }
   store_fence(stream);
-  arrive();  // every output is complete only when every owner is done
+  arrive(cancel);  // every output is complete only when every owner is done
 }
 
-void CpuCommunicator::reduce_scatter(int rank, ReduceKind op, DType dtype, int64_t outer,
-                                     int64_t inner, const void* in, void* out, Keep keep) {
-  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
+void CpuExchange::reduce_scatter(int rank, ReduceKind op, DType dtype, int64_t outer, int64_t inner,
+                                 const void* in, void* out, const Communicator::Keep& keep,
+                                 Cancel& cancel) {
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
   const int64_t item = itemsize(dtype);
   Inputs ins(size_);
   for (int64_t o = 0; o < outer; ++o) {
@@ -271,9 +233,9 @@ void CpuCommunicator::reduce_scatter(int rank, ReduceKind op, DType dtype, int64
   }
 }
 
-void CpuCommunicator::all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in,
-                                 void* out, Keep keep) {
-  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
+void CpuExchange::all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in, void* out,
+                             const Communicator::Keep& keep, Cancel& cancel) {
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
   char* dst = static_cast<char*>(out);
   for (int64_t o = 0; o < outer; ++o) {
     for (int q = 0; q < size_; ++q) {
@@ -283,18 +245,18 @@ void CpuCommunicator::all_gather(int rank, int64_t outer, int64_t row_bytes, con
   }
 }
 
-void CpuCommunicator::all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out,
-                                 Keep keep) {
-  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
+void CpuExchange::all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out,
+                             const Communicator::Keep& keep, Cancel& cancel) {
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
   for (int q = 0; q < size_; ++q) {
     std::memcpy(static_cast<char*>(out) + q * chunk_bytes,
                 static_cast<const char*>(set[q].in) + rank * chunk_bytes, chunk_bytes);
   }
 }
 
-void CpuCommunicator::permute(int rank, int src, int64_t bytes, const void* in, void* out,
-                              Keep keep) {
-  const std::vector<Slot>& set = exchange(rank, in, out, std::move(keep));
+void CpuExchange::permute(int rank, int src, int64_t bytes, const void* in, void* out,
+                          const Communicator::Keep& keep, Cancel& cancel) {
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
   if (src < 0) {
     std::memset(out, 0, bytes);
   } else {
@@ -302,11 +264,25 @@ void CpuCommunicator::permute(int rank, int src, int64_t bytes, const void* in, 
   }
 }
 
-void CpuCommunicator::barrier(int rank) { exchange(rank, nullptr, nullptr, nullptr); }
+void CpuExchange::barrier(int rank, Cancel& cancel) {
+  exchange(rank, nullptr, nullptr, nullptr, cancel);
+}
 
-void CpuCommunicator::wake_for_abort() {
-  gate_.word.fetch_or(SyncContext::kAbortBit, std::memory_order_seq_cst);
+void CpuExchange::abort() {
+  gate_.word.fetch_or(kAbortBit, std::memory_order_seq_cst);
   futex_wake_all(gate_.word);
+}
+
+bool CpuExchange::release() {
+  if (gate_.word.load(std::memory_order_acquire) & kAbortBit) return false;
+  if (arrived_.load(std::memory_order_acquire) != 0) return false;
+  for (const Counter& c : counters_) {
+    if (c.ops != counters_[0].ops) return false;
+  }
+  for (std::vector<Slot>& set : slots_) {
+    for (Slot& slot : set) slot = Slot{};
+  }
+  return true;
 }
 
 }  // namespace spmd::internal

@@ -2,7 +2,8 @@
 //
 // Zero-copy: every member publishes pointers to its input and output, meets the others at one
 // barrier, then reads the other members' inputs directly (they are kept alive by `keep` until the
-// slot is reused two collectives later, which implies every member has finished reading).
+// slot is reused two collectives later, which implies every member has finished reading, or until
+// the call ends).
 //   - small all-reduce: leader-computes, the last member to arrive reduces once and writes every
 //     output before it releases the others (one synchronisation, N times less reading than
 //     "everyone reduces everything");
@@ -14,47 +15,42 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
-#include "exec/sync_context.h"
+#include "exec/futex.h"
 
 namespace spmd::internal {
 
-struct CpuCommunicatorOptions {
-  // All-reduces of at most this many bytes are computed by the last member to arrive, for all
-  // members, before it releases them (one synchronisation, minimal traffic). Larger when threads
-  // outnumber cores: the members cannot run in parallel anyway, so one thread doing all the work
-  // beats N threads each reading N inputs.
-  int64_t leader_max_bytes = 4096;
-  int64_t leader_max_bytes_oversubscribed = 64 * 1024;
-  // Block size of owner-computes: a block stays in L1/L2 while it is written to every output.
-  int64_t block_bytes = 16 * 1024;
-  // All-reduces of at least this many bytes per device write other devices' outputs with
-  // non-temporal stores (the outputs would not stay in cache anyway).
-  int64_t stream_min_bytes = 4 << 20;
-};
-
-class CpuCommunicator final : public Communicator {
+// The state the members of one communicator share (made once, through the Rendezvous). Methods
+// take the caller's rank; CpuCommunicator is one rank's handle on it.
+class CpuExchange {
  public:
-  CpuCommunicator(int size, SyncContext& sync, CpuCommunicatorOptions options = {});
+  explicit CpuExchange(int size);
 
   void all_reduce(int rank, ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
-                  Keep keep) override;
+                  const Communicator::Keep& keep, Cancel& cancel);
   void reduce_scatter(int rank, ReduceKind op, DType dtype, int64_t outer, int64_t inner,
-                      const void* in, void* out, Keep keep) override;
+                      const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel);
   void all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in, void* out,
-                  Keep keep) override;
-  void all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out, Keep keep) override;
-  void permute(int rank, int src, int64_t bytes, const void* in, void* out, Keep keep) override;
-  void barrier(int rank) override;
-  void wake_for_abort() override;
+                  const Communicator::Keep& keep, Cancel& cancel);
+  void all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out,
+                  const Communicator::Keep& keep, Cancel& cancel);
+  void permute(int rank, int src, int64_t bytes, const void* in, void* out,
+               const Communicator::Keep& keep, Cancel& cancel);
+  void barrier(int rank, Cancel& cancel);
+  void abort();
+  // Between calls: drops kept inputs; false when aborted or the members are out of step.
+  bool release();
 
  private:
+  // Bit 0 of the gate word: set on abort. Generations count in 2s.
+  static constexpr uint32_t kAbortBit = 1;
   struct alignas(64) Slot {
     const void* in = nullptr;
     void* out = nullptr;
-    Keep keep;
+    Communicator::Keep keep;
   };
   struct alignas(64) Counter {
     uint32_t ops = 0;  // collectives this member has run; its parity picks the slot set
@@ -63,19 +59,55 @@ class CpuCommunicator final : public Communicator {
   // slot set every member published in. The last member to arrive runs `leader_work` on the slots
   // before it releases the others.
   const std::vector<Slot>& exchange(
-      int rank, const void* in, void* out, Keep keep,
+      int rank, const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel,
       const std::function<void(const std::vector<Slot>&)>& leader_work = nullptr);
   // Waits until every member has called arrive() as many times as this one; the last to arrive
   // runs `leader_work` first.
-  void arrive(const std::function<void()>& leader_work = nullptr);
+  void arrive(Cancel& cancel, const std::function<void()>& leader_work = nullptr);
+  // Waits while the gate word is `gen` (spinning or yielding first, per the call's thread count),
+  // until cancel's deadline; throws through `cancel` on abort or timeout.
+  void wait_gate(uint32_t gen, Cancel& cancel);
 
   const int size_;
-  SyncContext& sync_;
-  const CpuCommunicatorOptions options_;
-  alignas(64) WaitWord gate_;  // generation * 2 | SyncContext::kAbortBit
+  alignas(64) WaitWord gate_;  // generation * 2 | kAbortBit
   alignas(64) std::atomic<int> arrived_{0};
   std::vector<Slot> slots_[2];
   std::vector<Counter> counters_;
+};
+
+// One rank's handle on a CpuExchange.
+class CpuCommunicator final : public Communicator {
+ public:
+  CpuCommunicator(std::shared_ptr<CpuExchange> exchange, int rank)
+      : exchange_(std::move(exchange)), rank_(rank) {}
+
+  void all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
+                  const Keep& keep, Cancel& cancel) override {
+    exchange_->all_reduce(rank_, op, dtype, count, in, out, keep, cancel);
+  }
+  void reduce_scatter(ReduceKind op, DType dtype, int64_t outer, int64_t inner, const void* in,
+                      void* out, const Keep& keep, Cancel& cancel) override {
+    exchange_->reduce_scatter(rank_, op, dtype, outer, inner, in, out, keep, cancel);
+  }
+  void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out, const Keep& keep,
+                  Cancel& cancel) override {
+    exchange_->all_gather(rank_, outer, row_bytes, in, out, keep, cancel);
+  }
+  void all_to_all(int64_t chunk_bytes, const void* in, void* out, const Keep& keep,
+                  Cancel& cancel) override {
+    exchange_->all_to_all(rank_, chunk_bytes, in, out, keep, cancel);
+  }
+  void permute(int src, int64_t bytes, const void* in, void* out, const Keep& keep,
+               Cancel& cancel) override {
+    exchange_->permute(rank_, src, bytes, in, out, keep, cancel);
+  }
+  void barrier(Cancel& cancel) override { exchange_->barrier(rank_, cancel); }
+  void abort() override { exchange_->abort(); }
+  bool release() override { return exchange_->release(); }
+
+ private:
+  std::shared_ptr<CpuExchange> exchange_;
+  int rank_;
 };
 
 // out[i - begin] = in_0[i] op in_1[i] op ... for i in [begin, end), inputs in the given order

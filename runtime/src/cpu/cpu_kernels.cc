@@ -19,68 +19,11 @@
 #include <variant>
 #include <vector>
 
+#include "backend/element_rules.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Element types.
-
-template <class T>
-constexpr bool kIsHalf = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
-template <class C>
-constexpr bool kIsFloat = std::is_floating_point_v<C>;
-
-// How an element type is stored and what it is computed in. bool is a byte read as `!= 0`, so a
-// stray byte value is not UB; float16/bfloat16 are bit patterns computed in float. Any other type
-// (including the raw uintN_t used for bit copies) is stored and computed as itself.
-template <class T>
-using StorageOf = std::conditional_t<std::is_same_v<T, bool>, uint8_t,
-                                     std::conditional_t<kIsHalf<T>, uint16_t, T>>;
-// Also the accumulation type: float for f16/bf16/f32, double for f64, the type itself for ints.
-template <class T>
-using ComputeOf =
-    std::conditional_t<std::is_same_v<T, bool>, uint8_t, std::conditional_t<kIsHalf<T>, float, T>>;
-
-template <class T>
-ComputeOf<T> load(const StorageOf<T>* p) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return *p != 0;
-  } else if constexpr (kIsHalf<T>) {
-    return static_cast<float>(T::from_bits(*p));
-  } else {
-    return *p;
-  }
-}
-
-template <class T>
-void store(StorageOf<T>* p, ComputeOf<T> v) {
-  if constexpr (std::is_same_v<T, bool>) {
-    *p = v != 0;
-  } else if constexpr (kIsHalf<T>) {
-    *p = T(v).bits;
-  } else {
-    *p = v;
-  }
-}
-
-// Calls f(std::type_identity<T>{}) for the first T of Ts that `match` accepts; false if none.
-template <class... Ts, class Match, class F>
-bool dispatch_first(Match match, F& f) {
-  return ((match(std::type_identity<Ts>{}) && (f(std::type_identity<Ts>{}), true)) || ...);
-}
-
-// Calls f(std::type_identity<T>{}) with the element type of dt.
-template <class F>
-void dispatch(DType dt, F&& f) {
-  const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
-  const bool known =
-      dispatch_first<bool, int32_t, int64_t, uint32_t, float16, bfloat16, float, double>(is_dt, f);
-  if (!known) {
-    throw ValueError("cpu kernels: invalid dtype " + std::to_string(static_cast<int>(dt)));
-  }
-}
 
 // Calls f with the unsigned type of dt's size, for kernels that only move bits.
 template <class F>
@@ -150,31 +93,6 @@ ComputeOf<T> convert(S v) {
 
 // ---------------------------------------------------------------------------------------------
 // Arithmetic. Integers compute in their unsigned type so overflow wraps instead of being UB.
-
-template <class C>
-using Wrapping = typename std::conditional_t<std::is_integral_v<C>, std::make_unsigned<C>,
-                                             std::type_identity<C>>::type;
-
-template <class C>
-C wrap_add(C a, C b) {
-  return static_cast<C>(static_cast<Wrapping<C>>(a) + static_cast<Wrapping<C>>(b));
-}
-template <class C>
-C wrap_sub(C a, C b) {
-  return static_cast<C>(static_cast<Wrapping<C>>(a) - static_cast<Wrapping<C>>(b));
-}
-template <class C>
-C wrap_mul(C a, C b) {
-  return static_cast<C>(static_cast<Wrapping<C>>(a) * static_cast<Wrapping<C>>(b));
-}
-template <class C>
-C wrap_neg(C a) {
-  if constexpr (kIsFloat<C>) {
-    return -a;
-  } else {
-    return wrap_sub(C{0}, a);
-  }
-}
 
 template <class C>
 C trunc_div(C a, C b) {
@@ -251,23 +169,6 @@ C power(C base, C exponent) {
     }
     return result;
   }
-}
-
-template <class C>
-C max_nan(C a, C b) {
-  if constexpr (kIsFloat<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return a < b ? b : a;
-}
-template <class C>
-C min_nan(C a, C b) {
-  if constexpr (kIsFloat<C>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-  }
-  return b < a ? b : a;
 }
 
 template <class C>
@@ -549,16 +450,6 @@ constexpr C highest() {
 }
 
 }  // namespace
-
-Strides dense_strides(const Shape& shape) {
-  Strides strides(shape.size());
-  int64_t step = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = step;
-    step *= shape[d];
-  }
-  return strides;
-}
 
 void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
   if (src.dtype == dst.dtype) {

@@ -19,11 +19,6 @@ class CallAborted : public Error {
   using Error::Error;
 };
 
-constexpr const char* kSpmdRule =
-    "Every device must run the same collectives in the same order, with the same dtypes, shapes "
-    "and axes (SPMD). Look for a collective under device-dependent control flow, for example a "
-    "branch on axis_index or on data.";
-
 int64_t mixed_radix(const Mesh& mesh, const std::vector<int64_t>& coords,
                     const std::vector<int>& axes) {
   int64_t index = 0;
@@ -82,27 +77,25 @@ GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key) {
   return layout;
 }
 
-CallContext::CallContext(Mesh mesh, uint64_t manual_mask, bool check_vma, double timeout_s,
-                         std::string fun_name)
-    : mesh_(std::move(mesh)),
-      manual_mask_(manual_mask),
-      check_vma_(check_vma),
+CallContext::CallContext(CallSpec spec)
+    : spec_(std::move(spec)),
       timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::duration<double>(timeout_s))),
-      fun_name_(std::move(fun_name)),
-      policy_(wait_policy(static_cast<int>(mesh_.size()) + 1)),
-      status_(mesh_.size()) {}
+          std::chrono::duration<double>(spec_.timeout_s))),
+      check_(std::make_unique<InProcessSequenceCheck>(spec_.mesh, spec_.fun_name)) {}
 
-CallContext::~CallContext() = default;
-
-std::string CallContext::device_name(int rank) const { return mesh_.devices()[rank].str(); }
-
-void CallContext::publish(int rank, uint64_t seq, State state) {
-  status_[rank].word.store(seq << 2 | state, std::memory_order_seq_cst);
+CallContext::~CallContext() {
+  // Every body has returned: the borrowed communicators go back to the pool (or are destroyed if
+  // the call aborted).
+  CommunicatorPool& pool = CommunicatorPool::instance();
+  for (auto& [key, groups] : groups_) {
+    for (std::unique_ptr<CommunicatorSet>& set : groups->sets) {
+      if (set) pool.give_back(std::move(set), !aborted());
+    }
+  }
 }
 
 void CallContext::fail(int rank, std::exception_ptr error) {
-  const Device& device = mesh_.devices()[rank];
+  const Device& device = spec_.mesh.devices()[rank];
   std::string message;
   try {
     std::rethrow_exception(error);
@@ -112,20 +105,22 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   } catch (const ControlFlow&) {
     message = "the call is rerun";
   } catch (const std::exception& e) {
-    message = fmt::format("[on {}] the body of '{}' raised {}: {}", device.str(), fun_name_,
-                          typeid(e).name(), e.what());
+    DeviceError wrapped(
+        fmt::format("the body of '{}' raised {}: {}", fun_name(), typeid(e).name(), e.what()));
+    wrapped.set_device(device.id, device.str());
+    message = wrapped.what();
     try {
-      std::throw_with_nested(DeviceError(message));
+      std::throw_with_nested(wrapped);
     } catch (...) {
       error = std::current_exception();
     }
   } catch (...) {
-    message = fmt::format("[on {}] the body of '{}' raised a non-std::exception", device.str(),
-                          fun_name_);
-    error = std::make_exception_ptr(DeviceError(message));
+    DeviceError wrapped(fmt::format("the body of '{}' raised a non-std::exception", fun_name()));
+    wrapped.set_device(device.id, device.str());
+    message = wrapped.what();
+    error = std::make_exception_ptr(wrapped);
   }
-  uint64_t seq = status_[rank].word.load(std::memory_order_relaxed) >> 2;
-  publish(rank, seq, kFailed);
+  check_->failed(rank);
   abort(AbortKind::kDeviceError, error, message);
 }
 
@@ -143,8 +138,15 @@ void CallContext::abort(AbortKind kind, std::exception_ptr error, const std::str
   }
   aborted_.store(true, std::memory_order_release);
   for (auto& [key, groups] : groups_) {
-    for (auto& comm : groups->communicators) comm->wake_for_abort();
+    for (const std::unique_ptr<CommunicatorSet>& set : groups->sets) {
+      if (set) set->abort();
+    }
   }
+}
+
+void CallContext::abort_mismatch(const std::string& message) {
+  abort(AbortKind::kMismatch, std::make_exception_ptr(CollectiveMismatch(message)), message);
+  throw_aborted();
 }
 
 void CallContext::throw_aborted() {
@@ -166,95 +168,36 @@ void CallContext::throw_aborted() {
   }
 }
 
-OpSignature CallContext::signature_at(int rank, uint64_t seq) {
-  std::lock_guard<std::mutex> lock(status_[rank].mu);
-  return status_[rank].sigs[seq % kHistory];
-}
-
-std::string CallContext::where_is(int rank) {
-  uint64_t w = status_[rank].word.load(std::memory_order_seq_cst);
-  uint64_t seq = w >> 2;
-  auto what = [&] { return signature_at(rank, seq).describe(mesh_); };
-  switch (static_cast<State>(w & 3)) {
-    case kFinished:
-      return fmt::format("returned from the body after {} collectives", seq);
-    case kFailed:
-      return "raised an exception";
-    case kInCollective:
-      return fmt::format("waits in collective #{} ({})", seq, what());
-    case kRunning:
-      break;
-  }
-  if (seq == 0) return "is running user code before its first collective";
-  return fmt::format("is running user code after collective #{} ({})", seq, what());
-}
-
-void CallContext::enter(int rank, const OpSignature& sig) {
+Communicator& CallContext::enter(int rank, const OpSignature& sig, const std::vector<int>& axes,
+                                 const AxisIndexGroups& groups_given) {
   DeviceContext* ctx = current_device_context();
   uint64_t seq = ++ctx->collectives;
-  uint64_t hash = sig.hash();
-  Status& st = status_[rank];
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    st.sigs[seq % kHistory] = sig;
-  }
-  st.hashes[seq % kHistory].store(hash, std::memory_order_relaxed);
-  publish(rank, seq, kInCollective);
+  std::string mismatch = check_->enter(rank, seq, sig);
   if (aborted()) throw_aborted();
-  check_peers(rank, seq, hash);
-}
-
-void CallContext::check_peers(int rank, uint64_t seq, uint64_t hash) {
-  auto in_window = [&](uint64_t other) { return other >= seq && other - seq < kHistory - 2; };
-  for (int e = 0; e < num_devices(); ++e) {
-    if (e == rank) continue;
-    uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
-    uint64_t se = w >> 2;
-    State state = static_cast<State>(w & 3);
-    std::string message;
-    if (state == kFinished && se < seq) {
-      message = fmt::format(
-          "{} returned from the body of '{}' after {} collectives while {} entered collective #{} "
-          "({}), which can never complete. {}",
-          device_name(e), fun_name_, se, device_name(rank), seq,
-          signature_at(rank, seq).describe(mesh_), kSpmdRule);
-    } else if (state != kFailed && in_window(se)) {
-      uint64_t other = status_[e].hashes[seq % kHistory].load(std::memory_order_acquire);
-      if (!in_window(status_[e].word.load(std::memory_order_seq_cst) >> 2) || other == hash) {
-        continue;
-      }
-      std::string mine = signature_at(rank, seq).describe(mesh_);
-      std::string theirs = signature_at(e, seq).describe(mesh_);
-      if (mine == theirs) theirs += " with different parameters (axis, tiled, groups or perm)";
-      message = fmt::format(
-          "devices of the call of '{}' ran different collectives at collective #{}: {} ran {}, "
-          "{} ran {}. {}",
-          fun_name_, seq, device_name(rank), mine, device_name(e), theirs, kSpmdRule);
-    } else {
-      continue;
+  if (!mismatch.empty()) abort_mismatch(mismatch);
+  for (const DeviceContext::CachedGroup& c : ctx->cache) {
+    if (c.key.axes == axes && c.key.groups == groups_given) {
+      ctx->members = c.members;
+      ctx->group_rank = c.rank;
+      return *c.comm;
     }
-    abort(AbortKind::kMismatch, std::make_exception_ptr(CollectiveMismatch(message)), message);
-    throw_aborted();
   }
+  GroupKey key{axes, groups_given};
+  Groups& g = groups(key);
+  int group = g.layout.group_of[rank];
+  ctx->members = &g.layout.members[group];
+  ctx->group_rank = g.layout.rank_of[rank];
+  Communicator& comm = g.sets[group]->handle(ctx->group_rank, *this);
+  ctx->cache.push_back({std::move(key), ctx->members, ctx->group_rank, &comm});
+  return comm;
 }
 
-void CallContext::leave(int rank) {
-  publish(rank, current_device_context()->collectives, kRunning);
-}
+void CallContext::leave(int rank) { check_->leave(rank, current_device_context()->collectives); }
 
 void CallContext::finish(int rank) {
-  uint64_t seq = current_device_context()->collectives;
-  publish(rank, seq, kFinished);
-  for (int e = 0; e < num_devices(); ++e) {
-    uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
-    State state = static_cast<State>(w & 3);
-    if (e == rank || (w >> 2) <= seq || state == kFailed) continue;
-    std::string message = fmt::format(
-        "{} returned from the body of '{}' after {} collectives while {} {}; the devices ran "
-        "different numbers of collectives. {}",
-        device_name(rank), fun_name_, seq, device_name(e), where_is(e), kSpmdRule);
-    abort(AbortKind::kMismatch, std::make_exception_ptr(CollectiveMismatch(message)), message);
-    return;
+  std::string mismatch = check_->finish(rank, current_device_context()->collectives);
+  if (!mismatch.empty()) {
+    abort(AbortKind::kMismatch, std::make_exception_ptr(CollectiveMismatch(mismatch)), mismatch);
   }
 }
 
@@ -263,56 +206,39 @@ CallContext::Groups& CallContext::groups(const GroupKey& key) {
   std::unique_ptr<Groups>& slot = groups_[key];
   if (!slot) {
     slot = std::make_unique<Groups>();
-    slot->layout = make_group_layout(mesh_, key);
+    slot->layout = make_group_layout(spec_.mesh, key);
     for (const std::vector<int>& members : slot->layout.members) {
-      Backend& backend = backend_for(mesh_.devices()[members[0]]);
-      slot->communicators.push_back(
-          backend.make_communicator(static_cast<int>(members.size()), *this));
-      if (aborted()) slot->communicators.back()->wake_for_abort();
+      std::vector<Device> devices;
+      for (int m : members) devices.push_back(spec_.mesh.devices()[m]);
+      slot->sets.push_back(CommunicatorPool::instance().acquire(devices));
+      if (aborted()) slot->sets.back()->abort();
     }
   }
   return *slot;
 }
 
-uint32_t CallContext::wait_while_equal(WaitWord& w, uint32_t old) {
-  uint32_t v = old;
-  auto changed = [&] { return (v = w.word.load(std::memory_order_acquire)) != old; };
-  if (!spin_then_yield(policy_, changed)) {
-    DeviceContext* ctx = current_device_context();
-    // The deadline counts from the first time this collective has to sleep: reading the clock on
-    // every collective would cost more than the fast path itself.
-    if (ctx->deadline_for != ctx->collectives) {
-      ctx->deadline_for = ctx->collectives;
-      ctx->deadline = std::chrono::steady_clock::now() + timeout_;
-    }
-    while ((v = w.word.load(std::memory_order_acquire)) == old) {
-      auto left = ctx->deadline - std::chrono::steady_clock::now();
-      if (left.count() <= 0) timeout(ctx->rank);
-      w.sleep(old, left);
-    }
+Cancel::Clock::time_point CallContext::deadline() {
+  DeviceContext* ctx = current_device_context();
+  // The deadline counts from the first time this collective has to wait: reading the clock on
+  // every collective would cost more than the fast path itself.
+  if (ctx->deadline_for != ctx->collectives) {
+    ctx->deadline_for = ctx->collectives;
+    ctx->deadline = Clock::now() + timeout_;
   }
-  if (v & kAbortBit) throw_aborted();
-  return v;
+  return ctx->deadline;
 }
 
-void CallContext::timeout(int rank) {
+void CallContext::throw_timeout() {
   DeviceContext* ctx = current_device_context();
-  uint64_t seq = ctx->collectives;
+  const uint64_t seq = ctx->collectives;
   std::string missing;
-  if (ctx->members != nullptr) {
-    for (int e : *ctx->members) {
-      uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
-      if (e == rank || (w >> 2) >= seq) continue;
-      missing += fmt::format("{}{} {}", missing.empty() ? "" : "; ", device_name(e), where_is(e));
-    }
-  }
+  if (ctx->members != nullptr) missing = check_->missing(*ctx->members, ctx->rank, seq);
   std::string message = fmt::format(
       "{} on {} (collective #{} of the body of '{}') did not complete within {:g} s. Devices that "
       "did not arrive: {}. {} To change the deadline, set SPMD_COLLECTIVE_TIMEOUT_S, "
       "InitOptions::collective_timeout_s or ShardMapOptions::collective_timeout_s.",
-      signature_at(rank, seq).describe(mesh_), device_name(rank), seq, fun_name_,
-      std::chrono::duration<double>(timeout_).count(), missing.empty() ? "none" : missing,
-      kSpmdRule);
+      check_->describe(ctx->rank, seq), ctx->device.str(), seq, fun_name(), spec_.timeout_s,
+      missing.empty() ? "none" : missing, kSpmdRule);
   abort(AbortKind::kTimeout, std::make_exception_ptr(CollectiveTimeout(message)), message);
   throw_aborted();
 }

@@ -1,11 +1,12 @@
 // Internal: the shared state of one mapped call (one shard_map or pmap invocation) and the
 // per-device state of each body thread.
 //
-// Fault model (design.md §2): a device that throws aborts the call; every device blocked in a
-// collective is woken and unwinds; the caller gets the first error with the device that raised it.
-// Devices publish a status word (collective count + state) and a short history of signature hashes,
-// so that every collective can check, before it blocks, that no other device ran a different
-// collective at the same position of its program or already returned from the body.
+// Fault model (docs/design.md, "Faults"): a device that throws aborts the call; every device
+// blocked in a collective is woken (the call aborts the communicators it borrowed) and unwinds;
+// the caller gets the first error with the device that raised it. Before a device blocks in a
+// collective, the call's SequenceCheck compares it with the other devices, so that a device that
+// runs a different collective, or returned from the body early, is reported at once; a device
+// that never arrives is reported at the collective deadline.
 #pragma once
 
 #include <atomic>
@@ -18,8 +19,9 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "exec/communicator_pool.h"
 #include "exec/op_signature.h"
-#include "exec/sync_context.h"
+#include "exec/sequence_check.h"
 #include "spmd/collectives.h"
 #include "spmd/mesh.h"
 
@@ -49,72 +51,63 @@ struct GroupLayout {
 // The groups of `key` on `mesh`; `key.groups` must already be validated.
 GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key);
 
-class CallContext final : public SyncContext {
+// What a mapped call is: its mesh, what its bodies may do, and how it reports.
+struct CallSpec {
+  Mesh mesh;
+  uint64_t manual_mask = 0;  // mesh axes the bodies may name in collectives
+  bool check_vma = false;    // track varying manual axes (shard_map's check_vma)
+  double timeout_s = 300;    // collective deadline
+  std::string fun_name;      // the body's name in messages
+};
+
+class CallContext final : public Cancel {
  public:
-  CallContext(Mesh mesh, uint64_t manual_mask, bool check_vma, double timeout_s,
-              std::string fun_name);
+  explicit CallContext(CallSpec spec);
   ~CallContext() override;
 
-  const Mesh& mesh() const { return mesh_; }
-  int num_devices() const { return static_cast<int>(status_.size()); }
-  uint64_t manual_mask() const { return manual_mask_; }
-  bool check_vma() const { return check_vma_; }
-  const std::string& fun_name() const { return fun_name_; }
+  const Mesh& mesh() const { return spec_.mesh; }
+  int num_devices() const { return static_cast<int>(spec_.mesh.size()); }
+  uint64_t manual_mask() const { return spec_.manual_mask; }
+  bool check_vma() const { return spec_.check_vma; }
+  const std::string& fun_name() const { return spec_.fun_name; }
 
   // ---- faults ----
   // A device body raised `error`: record it (first error wins) with the device, abort the call.
   void fail(int rank, std::exception_ptr error);
   // The error the caller rethrows, or null.
   std::exception_ptr error() const;
-  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
-  // Throws, on a device thread, the exception that stands for the call's abort.
-  [[noreturn]] void throw_aborted() override;
 
   // ---- the collective protocol, called on device threads ----
-  // Publishes that device `rank` enters its next collective and checks the other devices; throws
-  // CollectiveMismatch when they disagree.
-  void enter(int rank, const OpSignature& sig);
+  // Device `rank` enters its next collective, over mesh axes `axes` split into `groups`: checks
+  // the other devices (CollectiveMismatch when they disagree) and returns its communicator.
+  Communicator& enter(int rank, const OpSignature& sig, const std::vector<int>& axes,
+                      const AxisIndexGroups& groups);
   void leave(int rank);
   // The body of device `rank` returned normally.
   void finish(int rank);
 
-  // The communicator of group `group` for `key`, and the layout of `key` (created on first use).
-  struct Groups {
-    GroupLayout layout;
-    std::vector<std::unique_ptr<Communicator>> communicators;
-  };
-  Groups& groups(const GroupKey& key);
-
-  // ---- SyncContext ----
-  uint32_t wait_while_equal(WaitWord& w, uint32_t old) override;
-  const WaitPolicy& policy() const override { return policy_; }
+  // ---- Cancel ----
+  bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
+  Clock::time_point deadline() override;
+  [[noreturn]] void throw_aborted() override;
+  [[noreturn]] void throw_timeout() override;
+  int threads() const override { return num_devices() + 1; }
 
  private:
-  enum State : uint64_t { kRunning = 0, kInCollective = 1, kFinished = 2, kFailed = 3 };
-  static constexpr int kHistory = 16;
-  struct alignas(64) Status {
-    std::atomic<uint64_t> word{0};  // collectives entered << 2 | State
-    std::atomic<uint64_t> hashes[kHistory] = {};
-    std::mutex mu;  // guards sigs (read only to build messages)
-    OpSignature sigs[kHistory];
-  };
   enum class AbortKind { kNone, kDeviceError, kMismatch, kTimeout };
+  // The communicator sets of one GroupKey (one per group), borrowed from the pool.
+  struct Groups {
+    GroupLayout layout;
+    std::vector<std::unique_ptr<CommunicatorSet>> sets;
+  };
 
   void abort(AbortKind kind, std::exception_ptr error, const std::string& message);
-  void publish(int rank, uint64_t seq, State state);
-  OpSignature signature_at(int rank, uint64_t seq);
-  std::string where_is(int rank);
-  std::string device_name(int rank) const;
-  [[noreturn]] void timeout(int rank);
-  void check_peers(int rank, uint64_t seq, uint64_t hash);
+  [[noreturn]] void abort_mismatch(const std::string& message);
+  Groups& groups(const GroupKey& key);
 
-  Mesh mesh_;
-  uint64_t manual_mask_;
-  bool check_vma_;
+  CallSpec spec_;
   std::chrono::nanoseconds timeout_;
-  std::string fun_name_;
-  WaitPolicy policy_;
-  std::vector<Status> status_;
+  std::unique_ptr<SequenceCheck> check_;
 
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;  // guards everything below
@@ -133,16 +126,19 @@ struct DeviceContext {
   uint64_t collectives = 0;     // collectives entered so far
   bool threw_abort = false;     // this thread already unwinds because the call aborted
   const std::vector<int>* members = nullptr;  // mesh positions of the current collective's group
+  int group_rank = 0;                         // this device's rank in that group
   uint64_t bound = 0;                         // mesh axes collectives may name here
   int pmap_depth = 0;                         // pmap levels whose bodies run here
   uint64_t deadline_for = 0;                  // the collective `deadline` belongs to
-  std::chrono::steady_clock::time_point deadline;
-  // Groups already looked up by this device (avoids the call's mutex on every collective).
-  struct CachedGroups {
+  Cancel::Clock::time_point deadline;
+  // Communicators already looked up by this device (avoids the call's mutex on every collective).
+  struct CachedGroup {
     GroupKey key;
-    CallContext::Groups* groups;
+    const std::vector<int>* members;
+    int rank;
+    Communicator* comm;
   };
-  std::vector<CachedGroups> cache;
+  std::vector<CachedGroup> cache;
 };
 
 // The context of the body running on this thread, or null outside mapped bodies.

@@ -3,10 +3,18 @@
 
 #include <chrono>
 
+#include "backend/registry.h"
 #include "exec/futex.h"
 
 namespace spmd::internal {
 namespace {
+
+// The devices of every platform in use: how many worker threads may compete for the cores.
+int total_devices() {
+  int n = 0;
+  for (const Platform& p : platforms_in_use()) n += backend_for(p).device_count();
+  return n;
+}
 
 thread_local bool tls_on_worker = false;
 constexpr std::chrono::seconds kIdleSleep{3600};
@@ -30,14 +38,15 @@ Executor& Executor::instance() {
   return *executor;
 }
 
-bool Executor::on_worker_thread() { return tls_on_worker; }
-
-Executor::Worker& Executor::worker(int device_id) {
-  if (static_cast<int>(workers_.size()) <= device_id) workers_.resize(device_id + 1);
-  std::unique_ptr<Worker>& w = workers_[device_id];
+Executor::Worker& Executor::worker(const Device& device) {
+  const size_t platform = platform_index(device.platform);
+  if (workers_.size() <= platform) workers_.resize(platform + 1);
+  std::vector<std::unique_ptr<Worker>>& workers = workers_[platform];
+  if (static_cast<int>(workers.size()) <= device.id) workers.resize(device.id + 1);
+  std::unique_ptr<Worker>& w = workers[device.id];
   if (!w) {
     w = std::make_unique<Worker>();
-    w->thread = std::thread(&Executor::loop, w.get(), wait_policy(device_count() + 1));
+    w->thread = std::thread(&Executor::loop, w.get(), wait_policy(total_devices() + 1));
     w->thread.detach();
   }
   return *w;
@@ -117,7 +126,7 @@ void Executor::run(const std::vector<Device>& devices, TaskFn fn, void* arg) {
   launch.unstarted.store(static_cast<int>(devices.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> launch_lock(launch_mu_);
-    for (const Device& d : devices) launch.workers.push_back(&worker(d.id));
+    for (const Device& d : devices) launch.workers.push_back(&worker(d));
     for (size_t i = 0; i < devices.size(); ++i) {
       Worker& w = *launch.workers[i];
       {

@@ -30,15 +30,12 @@ class Executor {
  public:
   using TaskFn = void (*)(void* arg, int index);
 
-  // The process-wide executor (workers start lazily, one per device id).
+  // The process-wide executor (workers start lazily, one per device).
   static Executor& instance();
 
   // Runs fn(arg, i) on the worker of devices[i] for every i, concurrently; returns when all have
   // returned. fn must not throw.
   void run(const std::vector<Device>& devices, TaskFn fn, void* arg);
-
-  // True on a device worker thread.
-  static bool on_worker_thread();
 
  private:
   struct Launch;
@@ -58,7 +55,7 @@ class Executor {
   };
 
   Executor() = default;
-  Worker& worker(int device_id);
+  Worker& worker(const Device& device);
   static void loop(Worker* w, WaitPolicy policy);
   // Takes the next task of `w` if no task of it is running (and, if `launch` is given, the task
   // belongs to it); marks `w` busy.
@@ -73,7 +70,7 @@ class Executor {
   static void notify(Worker& w);
 
   std::mutex launch_mu_;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::vector<std::unique_ptr<Worker>>> workers_;  // [platform index][device id]
 };
 
 }  // namespace spmd::internal

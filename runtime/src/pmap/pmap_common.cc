@@ -1,5 +1,5 @@
 // Argument checks, device choice, nested calls and donation shared by both pmap implementations
-// (pmap_common.h). Messages are legacy JAX's (jax-semantics.md §2.6, legacy column).
+// (pmap_common.h). Messages are legacy JAX's (docs/conformance.md, C32-C45).
 #include "pmap/pmap_common.h"
 
 #include <fmt/format.h>

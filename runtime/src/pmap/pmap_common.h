@@ -1,6 +1,6 @@
 // Internal: what the legacy pmap and the compat shim share, so that both give the same
 // (legacy, pmap-level) errors and the same nested-pmap behaviour:
-//   - argument checks with JAX <= 0.7.2's messages (jax-semantics.md §2.6, §7.B);
+//   - argument checks with JAX <= 0.7.2's messages (docs/conformance.md, C32-C45);
 //   - the device choice for a (nested) call;
 //   - nested pmap: the inner call inside a device body, and the discovery of its axis;
 //   - donation.

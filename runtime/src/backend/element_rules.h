@@ -1,0 +1,137 @@
+// Internal: how host-side implementations store, compute and combine elements, so that the CPU
+// kernels and the communicators of every host backend (CPU, tests/backends) give the same bits:
+//   - bool is stored as a byte read as `!= 0`; float16/bfloat16 are stored as bits and computed
+//     (and accumulated) in float, rounded once per result;
+//   - integers wrap (computed in their unsigned type), as XLA does;
+//   - max/min propagate NaN (jnp.maximum/minimum); on ties they keep the first operand.
+// Reductions fold their operands in a fixed order with these rules (kernels.h, backend.h).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "spmd/dtype.h"
+#include "spmd/errors.h"
+
+namespace spmd::internal {
+
+template <class T>
+constexpr bool kIsHalf = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+template <class C>
+constexpr bool kIsFloat = std::is_floating_point_v<C>;
+
+// How an element type is stored. Any type that is not an element type (the raw uintN_t used for
+// bit copies) is stored and computed as itself.
+template <class T>
+using StorageOf = std::conditional_t<std::is_same_v<T, bool>, uint8_t,
+                                     std::conditional_t<kIsHalf<T>, uint16_t, T>>;
+// What it is computed and accumulated in: float for f16/bf16/f32, double for f64, the type itself
+// for integers.
+template <class T>
+using ComputeOf =
+    std::conditional_t<std::is_same_v<T, bool>, uint8_t, std::conditional_t<kIsHalf<T>, float, T>>;
+
+template <class T>
+ComputeOf<T> load(const StorageOf<T>* p) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return *p != 0;
+  } else if constexpr (kIsHalf<T>) {
+    return static_cast<float>(T::from_bits(*p));
+  } else {
+    return *p;
+  }
+}
+
+template <class T>
+void store(StorageOf<T>* p, ComputeOf<T> v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    *p = v != 0;
+  } else if constexpr (kIsHalf<T>) {
+    *p = T(v).bits;
+  } else {
+    *p = v;
+  }
+}
+
+// Calls f(std::type_identity<T>{}) for the first T of Ts that `match` accepts; false if none.
+template <class... Ts, class Match, class F>
+bool dispatch_first(Match match, F& f) {
+  return ((match(std::type_identity<Ts>{}) && (f(std::type_identity<Ts>{}), true)) || ...);
+}
+
+// Calls f(std::type_identity<T>{}) with the element type of dt.
+template <class F>
+void dispatch(DType dt, F&& f) {
+  const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
+  const bool known =
+      dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float, double>(
+          is_dt, f);
+  if (!known) throw ValueError("invalid dtype " + std::to_string(static_cast<int>(dt)));
+}
+
+// Integer arithmetic in the unsigned type of the same width, so that overflow wraps.
+template <class C>
+using Wrapping = typename std::conditional_t<std::is_integral_v<C>, std::make_unsigned<C>,
+                                             std::type_identity<C>>::type;
+
+template <class C>
+C wrap_add(C a, C b) {
+  return static_cast<C>(static_cast<Wrapping<C>>(a) + static_cast<Wrapping<C>>(b));
+}
+template <class C>
+C wrap_sub(C a, C b) {
+  return static_cast<C>(static_cast<Wrapping<C>>(a) - static_cast<Wrapping<C>>(b));
+}
+template <class C>
+C wrap_mul(C a, C b) {
+  return static_cast<C>(static_cast<Wrapping<C>>(a) * static_cast<Wrapping<C>>(b));
+}
+template <class C>
+C wrap_neg(C a) {
+  if constexpr (kIsFloat<C>) {
+    return -a;
+  } else {
+    return wrap_sub(C{0}, a);
+  }
+}
+
+template <class C>
+C max_nan(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a < b ? b : a;
+}
+template <class C>
+C min_nan(C a, C b) {
+  if constexpr (kIsFloat<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return b < a ? b : a;
+}
+
+// The combining step of each collective reduction (backend.h's ReduceKind).
+struct SumRule {
+  template <class C>
+  static C apply(C a, C b) {
+    return wrap_add(a, b);
+  }
+};
+struct MaxRule {
+  template <class C>
+  static C apply(C a, C b) {
+    return max_nan(a, b);
+  }
+};
+struct MinRule {
+  template <class C>
+  static C apply(C a, C b) {
+    return min_nan(a, b);
+  }
+};
+
+}  // namespace spmd::internal

@@ -1,0 +1,120 @@
+// The in-process collective sequence check (sequence_check.h).
+#include "exec/sequence_check.h"
+
+#include <fmt/format.h>
+
+namespace spmd::internal {
+
+const char* const kSpmdRule =
+    "Every device must run the same collectives in the same order, with the same dtypes, shapes "
+    "and axes (SPMD). Look for a collective under device-dependent control flow, for example a "
+    "branch on axis_index or on data.";
+
+InProcessSequenceCheck::InProcessSequenceCheck(const Mesh& mesh, const std::string& fun_name)
+    : mesh_(mesh), fun_name_(fun_name), status_(mesh.size()) {}
+
+std::string InProcessSequenceCheck::device_name(int rank) const {
+  return mesh_.devices()[rank].str();
+}
+
+void InProcessSequenceCheck::publish(int rank, uint64_t seq, State state) {
+  status_[rank].word.store(seq << 2 | state, std::memory_order_seq_cst);
+}
+
+OpSignature InProcessSequenceCheck::signature_at(int rank, uint64_t seq) {
+  std::lock_guard<std::mutex> lock(status_[rank].mu);
+  return status_[rank].sigs[seq % kHistory];
+}
+
+std::string InProcessSequenceCheck::describe(int rank, uint64_t seq) {
+  return signature_at(rank, seq).describe(mesh_);
+}
+
+std::string InProcessSequenceCheck::where_is(int rank) {
+  uint64_t w = status_[rank].word.load(std::memory_order_seq_cst);
+  uint64_t seq = w >> 2;
+  switch (static_cast<State>(w & 3)) {
+    case kFinished:
+      return fmt::format("returned from the body after {} collectives", seq);
+    case kFailed:
+      return "raised an exception";
+    case kInCollective:
+      return fmt::format("waits in collective #{} ({})", seq, describe(rank, seq));
+    case kRunning:
+      break;
+  }
+  if (seq == 0) return "is running user code before its first collective";
+  return fmt::format("is running user code after collective #{} ({})", seq, describe(rank, seq));
+}
+
+std::string InProcessSequenceCheck::enter(int rank, uint64_t seq, const OpSignature& sig) {
+  const uint64_t hash = sig.hash();
+  Status& st = status_[rank];
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.sigs[seq % kHistory] = sig;
+  }
+  st.hashes[seq % kHistory].store(hash, std::memory_order_relaxed);
+  publish(rank, seq, kInCollective);
+
+  auto in_window = [&](uint64_t other) { return other >= seq && other - seq < kHistory - 2; };
+  for (int e = 0; e < static_cast<int>(status_.size()); ++e) {
+    if (e == rank) continue;
+    uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
+    uint64_t se = w >> 2;
+    State state = static_cast<State>(w & 3);
+    if (state == kFinished && se < seq) {
+      return fmt::format(
+          "{} returned from the body of '{}' after {} collectives while {} entered collective #{} "
+          "({}), which can never complete. {}",
+          device_name(e), fun_name_, se, device_name(rank), seq, describe(rank, seq), kSpmdRule);
+    }
+    if (state == kFailed || !in_window(se)) continue;
+    uint64_t other = status_[e].hashes[seq % kHistory].load(std::memory_order_acquire);
+    if (!in_window(status_[e].word.load(std::memory_order_seq_cst) >> 2) || other == hash) {
+      continue;
+    }
+    std::string mine = describe(rank, seq);
+    std::string theirs = describe(e, seq);
+    if (mine == theirs) theirs += " with different parameters (axis, tiled, groups or perm)";
+    return fmt::format(
+        "devices of the call of '{}' ran different collectives at collective #{}: {} ran {}, {} "
+        "ran {}. {}",
+        fun_name_, seq, device_name(rank), mine, device_name(e), theirs, kSpmdRule);
+  }
+  return "";
+}
+
+void InProcessSequenceCheck::leave(int rank, uint64_t seq) { publish(rank, seq, kRunning); }
+
+std::string InProcessSequenceCheck::finish(int rank, uint64_t seq) {
+  publish(rank, seq, kFinished);
+  for (int e = 0; e < static_cast<int>(status_.size()); ++e) {
+    uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
+    State state = static_cast<State>(w & 3);
+    if (e == rank || (w >> 2) <= seq || state == kFailed) continue;
+    return fmt::format(
+        "{} returned from the body of '{}' after {} collectives while {} {}; the devices ran "
+        "different numbers of collectives. {}",
+        device_name(rank), fun_name_, seq, device_name(e), where_is(e), kSpmdRule);
+  }
+  return "";
+}
+
+void InProcessSequenceCheck::failed(int rank) {
+  uint64_t seq = status_[rank].word.load(std::memory_order_relaxed) >> 2;
+  publish(rank, seq, kFailed);
+}
+
+std::string InProcessSequenceCheck::missing(const std::vector<int>& members, int rank,
+                                            uint64_t seq) {
+  std::string out;
+  for (int e : members) {
+    uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
+    if (e == rank || (w >> 2) >= seq) continue;
+    out += fmt::format("{}{} {}", out.empty() ? "" : "; ", device_name(e), where_is(e));
+  }
+  return out;
+}
+
+}  // namespace spmd::internal
