@@ -8,7 +8,7 @@ macro). For each mutant the driver checks that spmd-migrate
   - neither crashes (a signal) nor hangs (--timeout);
   - never modifies a file that does not compile (clang++ -fsyntax-only), and exits 2 for it;
   - writes only code that compiles;
-  - is idempotent: a second run on its output changes nothing;
+  - is idempotent: a second -i run on its output leaves every byte as it is;
 and, for a sample of the mutants it changed that compile (--behaviour, default 50), that the
 migrated program prints exactly what the legacy program prints on 8 CPU devices.
 
@@ -31,7 +31,8 @@ import tempfile
 import time
 
 TOKEN = re.compile(
-    r'R"([^(]*)\((?:.|\n)*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*(?:.|\n)*?\*/'
+    r'R"([^(]*)\((?:.|\n)*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+    r"|//[^\n]*|/\*(?:.|\n)*?\*/"
     r"|[A-Za-z_][A-Za-z0-9_]*|\d[\w.']*|::|->|\.\.\.|&&|\|\||<<|>>|[-+*/%^&|!=<>]=|\+\+|--|\S")
 
 
@@ -188,9 +189,11 @@ class Fuzzer:
         elif record["changed"]:
             if not self.compiles(path):
                 problems.append("wrote code that does not compile")
-            again, diff, _, _ = self.tool("--diff", path)
-            if again == "timeout" or again > 1 or diff:
-                problems.append("not idempotent")
+            # A second -i run must leave the bytes as they are (not only say so with --diff).
+            again, _, _, _ = self.tool("-i", path)
+            with open(path) as f:
+                if again == "timeout" or again > 1 or f.read() != after:
+                    problems.append("not idempotent")
         record["problems"] = problems
         if problems:
             with open(os.path.join(folder, "tool.txt"), "w") as f:
@@ -206,8 +209,9 @@ class Fuzzer:
         with open(legacy_path, "w") as f:
             f.write(legacy_text)
         build = os.path.abspath(self.args.build)
-        libs = [f"{build}/runtime/libspmd_pmap_legacy.a", f"{build}/runtime/libspmd_pmap_legacy_impl.a",
-                f"{build}/runtime/libspmd_runtime.a", "-lfmt", "-pthread"]
+        libs = [f"{build}/runtime/libspmd_pmap_legacy.a",
+                f"{build}/runtime/libspmd_pmap_legacy_impl.a", f"{build}/runtime/libspmd_runtime.a",
+                "-lfmt", "-pthread"]
         outputs = []
         for name, source in (("legacy", legacy_path), ("migrated", mutant_path)):
             binary = os.path.join(folder, name)
@@ -287,7 +291,8 @@ def main():
         ("compile", count(lambda r: r["compiles"])),
         ("do not compile", count(lambda r: not r["compiles"])),
         ("changed by the tool (compiling)", count(lambda r: r["compiles"] and r["changed"])),
-        ("tool exit 0 / 1 / 2", "/".join(str(count(lambda r, c=c: r["tool"] == c)) for c in (0, 1, 2))),
+        ("tool exit 0 / 1 / 2",
+         "/".join(str(count(lambda r, c=c: r["tool"] == c)) for c in (0, 1, 2))),
         ("crashes", count(lambda r: any(p.startswith("crash") for p in r["problems"]))),
         ("hangs", count(lambda r: "hang" in r["problems"])),
         ("modified files that do not compile",
@@ -302,14 +307,18 @@ def main():
         ("behaviour mismatches", len(mismatches)),
         ("slowest tool run (s)", max((r["seconds"] for r in records), default=0)),
     ]
-    print(f"\nspmd-migrate fuzz: {len(seeds)} seeds, random seed '{args.random_seed}', work {args.work}")
+    print(f"\nspmd-migrate fuzz: {len(seeds)} seeds, random seed '{args.random_seed}', "
+          f"work {args.work}")
     print("| check | count |\n|---|---|")
     for name, value in table:
         print(f"| {name} | {value} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"records": records, "mismatches": mismatches}, f, indent=1)
-    failed = any(r["problems"] for r in records) or mismatches
+    if len(sample) < args.behaviour:
+        print(f"behaviour: only {len(sample)} of the {args.behaviour} mutants asked for were built "
+              "and run both ways (too few mutants changed by the tool that compile)")
+    failed = any(r["problems"] for r in records) or mismatches or len(sample) < args.behaviour
     sys.exit(1 if failed else 0)
 
 
