@@ -84,6 +84,9 @@ struct SiteOutcome {
   Warning report;  // where and source_line always; rule and message when refused
   bool refused = false;
   std::set<Edit> edits;
+  // Other rules' edits inside the code this site's edits copy (a pvary in the mapped lambda):
+  // already applied to that copy, so they are dropped when the site is migrated.
+  std::set<Edit> absorbed;
   std::set<std::pair<std::string, std::string>> includes;
   BodyFacts body;
   std::set<Location> nest;

@@ -154,6 +154,11 @@ void plan_file(const std::string& path, std::vector<Edit> edits,
   }
 }
 
+// A site counts as migrated only when its file was (or, without -i, would be) written.
+bool counted(const Plan& plan, const Migrated& m) {
+  return plan.unwritten.count(m.where.path) == 0 && plan.unedited.count(m.where.path) == 0;
+}
+
 std::string location_string(const Location& where) {
   return where.path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column);
 }
@@ -164,7 +169,12 @@ Plan make_plan(const std::vector<TuResult>& results) {
   Plan plan;
   std::map<std::string, std::vector<Edit>> edits;
   std::map<std::string, std::set<std::string>> headers;
+  const std::map<Location, SiteOutcome> sites = decide_sites(results);
+  // Edits that a migrated site's code already contains are not applied again.
   std::set<Edit> seen;
+  for (const auto& [where, site] : sites) {
+    if (!site.refused) seen.insert(site.absorbed.begin(), site.absorbed.end());
+  }
   for (const TuResult& r : results) {
     ++plan.files_scanned;
     if (r.failed) {
@@ -178,7 +188,7 @@ Plan make_plan(const std::vector<TuResult>& results) {
     plan.warnings.insert(r.warnings.begin(), r.warnings.end());
     plan.migrated.insert(r.migrated.begin(), r.migrated.end());
   }
-  for (const auto& [where, site] : decide_sites(results)) {
+  for (const auto& [where, site] : sites) {
     if (site.refused) {
       plan.warnings.insert(site.report);
       continue;
@@ -189,8 +199,11 @@ Plan make_plan(const std::vector<TuResult>& results) {
     for (const auto& [path, header] : site.includes) headers[path].insert(header);
     plan.migrated.insert(Migrated{where, "pmap"});
   }
-  for (auto& [path, file_edits] : edits)
+  for (auto& [path, file_edits] : edits) {
+    const size_t errors = plan.errors.size();
     plan_file(path, std::move(file_edits), headers[path], plan);
+    if (plan.errors.size() != errors) plan.unedited.insert(path);
+  }
   return plan;
 }
 
@@ -250,11 +263,10 @@ void write_diagnostics(const Plan& plan, std::ostream& err) {
 }
 
 void write_summary(const Plan& plan, std::ostream& out) {
-  // A site counts as migrated only when its file was (or, without -i, would be) written.
   std::map<std::string, std::pair<size_t, size_t>> per_rule;
   size_t migrated = 0;
   for (const Migrated& m : plan.migrated) {
-    if (plan.unwritten.count(m.where.path) != 0) continue;
+    if (!counted(plan, m)) continue;
     ++per_rule[m.rule].first;
     ++migrated;
   }
@@ -277,7 +289,7 @@ bool write_report(const Plan& plan, const std::string& path, std::ostream& err) 
   if (llvm::StringRef(path).endswith(".json")) {
     llvm::json::Array migrated, left, failed;
     for (const Migrated& m : plan.migrated) {
-      if (plan.unwritten.count(m.where.path) != 0) continue;
+      if (!counted(plan, m)) continue;
       migrated.push_back(llvm::json::Object{{"file", m.where.path},
                                             {"line", m.where.line},
                                             {"column", m.where.column},
@@ -311,7 +323,7 @@ bool write_report(const Plan& plan, const std::string& path, std::ostream& err) 
     }
     out << "\n## Sites migrated\n\n| location | rule |\n|---|---|\n";
     for (const Migrated& m : plan.migrated) {
-      if (plan.unwritten.count(m.where.path) != 0) continue;
+      if (!counted(plan, m)) continue;
       out << "| " << location_string(m.where) << " | " << m.rule << " |\n";
     }
   }

@@ -25,6 +25,7 @@ struct Plan {
   size_t files_scanned = 0;
   bool written = false;             // write_in_place ran
   std::set<std::string> unwritten;  // updated files it could not write (left unchanged)
+  std::set<std::string> unedited;   // files whose edits could not be applied (in errors)
 };
 
 Plan make_plan(const std::vector<TuResult>& results);

@@ -52,6 +52,29 @@ std::optional<Edit> Sink::edit(const clang::SourceManager& sm, const clang::Lang
   return Edit{canonical_path(sm, begin), start, stop - start, text};
 }
 
+std::optional<std::string> Sink::edited_text(const clang::SourceManager& sm,
+                                             const clang::LangOptions& lang,
+                                             clang::CharSourceRange range,
+                                             std::set<Edit>& applied) const {
+  clang::CharSourceRange file_range = clang::Lexer::makeFileCharRange(range, sm, lang);
+  if (file_range.isInvalid()) return std::nullopt;
+  const std::string path = canonical_path(sm, file_range.getBegin());
+  const unsigned start = sm.getFileOffset(file_range.getBegin());
+  const unsigned stop = sm.getFileOffset(file_range.getEnd());
+  llvm::StringRef buffer = sm.getBufferData(sm.getFileID(file_range.getBegin()));
+  std::string text;
+  unsigned copied = start;  // the end of the source copied so far
+  // result_.edits is ordered by offset; an edit that overlaps the one before is left out (and
+  // reported as a conflict when the file is planned).
+  for (const Edit& e : result_.edits) {
+    if (e.path != path || e.offset < copied || e.offset + e.length > stop) continue;
+    text += buffer.substr(copied, e.offset - copied).str() + e.text;
+    copied = e.offset + e.length;
+    applied.insert(e);
+  }
+  return text + buffer.substr(copied, stop - copied).str();
+}
+
 EditBatch& EditBatch::replace(clang::CharSourceRange range, const std::string& text) {
   std::optional<Edit> e = Sink::edit(sm_, lang_, range, text);
   ok_ = ok_ && e.has_value();

@@ -30,6 +30,13 @@ class Sink {
   static std::optional<Edit> edit(const clang::SourceManager& sm, const clang::LangOptions& lang,
                                   clang::CharSourceRange range, const std::string& text);
   void record(const Edit& edit) { result_.edits.insert(edit); }
+  // The source text of `range` with the edits recorded so far inside it applied, each added to
+  // `applied`: code that a rule copies into its own edit (the pmap rule copies the mapped
+  // function) keeps the other rules' edits of it. Nullopt when the range has no single file range.
+  std::optional<std::string> edited_text(const clang::SourceManager& sm,
+                                         const clang::LangOptions& lang,
+                                         clang::CharSourceRange range,
+                                         std::set<Edit>& applied) const;
   // Adds `#include <header>` to the file that contains `in_file`, unless present.
   void add_include(const clang::SourceManager& sm, clang::SourceLocation in_file,
                    const std::string& header);

@@ -1,9 +1,16 @@
 // Unit tests of spmd-migrate's output helpers: windowed formatting gives what clang-format gives
-// on the whole file, line ends are read by majority, and the in-process diff patches the file.
+// on the whole file, line ends are read by majority, the in-process diff patches the file, and a
+// plan applies each edit once and counts no site of a file it cannot edit.
+#include "output.h"
+
 #include <clang/Format/Format.h>
 #include <clang/Tooling/Core/Replacement.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -124,6 +131,55 @@ TEST(UnifiedDiff, EndOfFile) {
   EXPECT_EQ(unified_diff("/x", "a\n", {{"x", 2, 0, "b\n"}}),
             "--- a/x\n+++ b/x\n@@ -1,1 +1,2 @@\n a\n+b\n");
   EXPECT_EQ(unified_diff("/x", "a\n", {}), "");
+}
+
+// A file with `code` in a fresh folder (no .clang-format: edits are kept as generated), removed
+// with the folder at the end of the test.
+struct TempFile {
+  explicit TempFile(const std::string& code) {
+    char dir[] = "/tmp/spmd-output-test-XXXXXX";
+    EXPECT_NE(mkdtemp(dir), nullptr);
+    folder = dir;
+    path = folder + "/a.cc";
+    std::ofstream(path) << code;
+  }
+  ~TempFile() { std::filesystem::remove_all(folder); }
+  std::string folder, path;
+};
+
+// One unit of `path` whose pvary rule edited "pvary" (offset 10) and whose pmap site, migrated,
+// replaces offsets 0-21 with a copy that carries that edit when `absorbed`.
+TuResult nested_edits(const std::string& path, bool absorbed) {
+  TuResult unit;
+  unit.file = path;
+  Edit inner{path, 10, 5, "pcast"};
+  unit.edits.insert(inner);
+  unit.migrated.insert(Migrated{{path, 1, 11}, "pvary"});
+  SiteOutcome& site = unit.sites[Location{path, 1, 1}];
+  site.report.where = {path, 1, 1};
+  site.edits.insert(Edit{path, 0, 21, "migrated(pcast(v, i))"});
+  if (absorbed) site.absorbed.insert(inner);
+  return unit;
+}
+
+TEST(Plan, EditsInsideACopiedRangeAreAppliedOnce) {
+  TempFile file("pmap(f = pvary(v, i))\n");
+  const std::string& path = file.path;
+  Plan plan = make_plan({nested_edits(path, true)});
+  EXPECT_TRUE(plan.errors.empty());
+  EXPECT_EQ(plan.updated[path], "migrated(pcast(v, i))\n");
+}
+
+TEST(Plan, AFileItCannotEditCountsNoSite) {
+  TempFile file("pmap(f = pvary(v, i))\n");
+  Plan plan = make_plan({nested_edits(file.path, false)});  // the two edits conflict
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_NE(plan.errors[0].find("conflicting edits"), std::string::npos);
+  EXPECT_TRUE(plan.updated.empty());
+  std::ostringstream summary;
+  write_summary(plan, summary);
+  EXPECT_NE(summary.str().find("0 to change, 0 sites migrated"), std::string::npos)
+      << summary.str();
 }
 
 }  // namespace

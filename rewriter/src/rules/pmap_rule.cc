@@ -663,20 +663,37 @@ class Analysis {
     clang::CharSourceRange range =
         clang::CharSourceRange::getTokenRange(site.pmap->getSourceRange());
     if (site.absorbed()) {
-      edits.replace(range, source(site.fun, ctx_));  // the nest is written at its pmaps
+      // The nest is written at its pmaps.
+      std::optional<std::string> fun = copied(site.fun, out);
+      if (!fun) return macro_refusal();
+      edits.replace(range, *fun);
     } else {
       std::variant<PmapSite, Refusal> built = SiteBuilder(site, nest, ctx_).build();
       if (auto* refusal = std::get_if<Refusal>(&built)) return *refusal;
+      PmapSite& code = std::get<PmapSite>(built);
+      std::optional<std::string> fun = copied(nest.callee, out);
+      if (!fun) return macro_refusal();
+      code.fun = *fun;
       clang::SourceLocation begin = site.pmap->getBeginLoc();
-      edits.replace(range, generate_shard_map(std::get<PmapSite>(built), indentation(begin)));
+      edits.replace(range, generate_shard_map(code, indentation(begin)));
       out.includes.emplace(location_of(sm_, begin).path, "spmd/spmd.h");
     }
-    if (!edits.commit_to(out.edits)) {
-      return Refusal{"pmap-macro",
-                     "part of this pmap is produced by a macro, so the tool cannot edit it; "
-                     "expand the macro at this site, or migrate it by hand"};
-    }
+    if (!edits.commit_to(out.edits)) return macro_refusal();
     return nest;
+  }
+
+  // The source of `e`, which the site's code copies, with the other rules' edits of it (a pvary
+  // in the mapped lambda) applied and noted as absorbed by the site.
+  std::optional<std::string> copied(const clang::Expr* e, SiteOutcome& out) {
+    return sink_.edited_text(sm_, ctx_.getLangOpts(),
+                             clang::CharSourceRange::getTokenRange(e->getSourceRange()),
+                             out.absorbed);
+  }
+
+  static Refusal macro_refusal() {
+    return Refusal{"pmap-macro",
+                   "part of this pmap is produced by a macro, so the tool cannot edit it; "
+                   "expand the macro at this site, or migrate it by hand"};
   }
 
   void refuse_unevaluated(const clang::CallExpr* call, const std::string& where) {
