@@ -1,6 +1,6 @@
 // Rule device-put-sharded: spmd::device_put_sharded(xs, devices) ->
 // spmd::device_put(spmd::stack(xs), NamedSharding(Mesh(devices, {n}, {"x"}), P("x"))) with
-// n = devices.size(): the drop-in replacement of the migration table of docs/migration.md. Same
+// n = devices.size(): JAX's drop-in replacement (docs/migration.md, "What the tool writes"). Same
 // layout, same values.
 #pragma once
 

@@ -32,7 +32,8 @@ std::string prefix_error(const char* what, size_t given, size_t leaves, const ch
       what, what, given, leaves, leaf_kind, leaf_kind);
 }
 
-std::string long_type(const Array& a) {
+template <class Arg>
+std::string long_type(const Arg& a) {
   std::string dims;
   for (size_t d = 0; d < a.shape().size(); ++d) {
     dims += (d ? "," : "") + std::to_string(a.shape()[d]);
@@ -42,8 +43,8 @@ std::string long_type(const Array& a) {
 
 }  // namespace
 
-std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
-                                                const std::vector<Array>& args,
+template <class Arg>
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan, const std::vector<Arg>& args,
                                                 const ArgLayout& layout) {
   const std::vector<MapAxis>& given = plan.options.in_axes;
   const size_t mapped_args = layout.args().size();
@@ -72,7 +73,8 @@ std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
   return out;
 }
 
-int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args, const ArgLayout& layout,
+template <class Arg>
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const ArgLayout& layout,
                     const std::vector<std::optional<int>>& in_axes) {
   std::optional<int64_t> size;
   bool consistent = true;
@@ -105,6 +107,16 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args, const 
   }
   return *size;
 }
+
+template std::vector<std::optional<int>> resolve_in_axes(const PmapPlan&, const std::vector<Array>&,
+                                                         const ArgLayout&);
+template std::vector<std::optional<int>> resolve_in_axes(const PmapPlan&,
+                                                         const std::vector<ArgType>&,
+                                                         const ArgLayout&);
+template int64_t mapped_size(const PmapPlan&, const std::vector<Array>&, const ArgLayout&,
+                             const std::vector<std::optional<int>>&);
+template int64_t mapped_size(const PmapPlan&, const std::vector<ArgType>&, const ArgLayout&,
+                             const std::vector<std::optional<int>>&);
 
 std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
                                                  const std::vector<Array>& outputs) {

@@ -35,15 +35,27 @@ struct NestedDiscovery : ControlFlow {
   PmapLevel level;
 };
 
+// The dtype and shape of an argument, without its data: what the argument checks read (an inner
+// level of spmd::pmap_mesh checks the blocks the outer level would make).
+struct ArgType {
+  DType dtype_;
+  Shape shape_;
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+};
+
 // The mapped axis of each Array leaf, validated and normalised (non-negative): in_axes holds one
-// entry for all, or one per mapped argument (applying to every element of a container).
-std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
-                                                const std::vector<Array>& args,
+// entry for all, or one per mapped argument (applying to every element of a container). `Arg` is
+// Array or ArgType.
+template <class Arg>
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan, const std::vector<Arg>& args,
                                                 const ArgLayout& layout);
 
 // The mapped size shared by every mapped argument (legacy errors when there is none or they
 // disagree, or when it contradicts options.axis_size).
-int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args, const ArgLayout& layout,
+template <class Arg>
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const ArgLayout& layout,
                     const std::vector<std::optional<int>>& in_axes);
 
 // The out_axes entry of each output, normalised against the stacked rank.
