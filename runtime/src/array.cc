@@ -222,10 +222,12 @@ Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, 
 void check_donation(const std::vector<int>& argnums, std::span<const int> positions) {
   for (int argnum : argnums) {
     if (std::find(positions.begin(), positions.end(), argnum) == positions.end()) {
+      std::vector<int> mapped(positions.begin(), positions.end());
+      mapped.erase(std::unique(mapped.begin(), mapped.end()), mapped.end());
       throw ValueError(fmt::format(
           "donate_argnums contains {}, which is not the position of an Array argument of this "
           "call (Array arguments are at positions {}); only Arrays can be donated.",
-          argnum, fmt::join(positions, ", ")));
+          argnum, fmt::join(mapped, ", ")));
     }
   }
 }
@@ -233,8 +235,10 @@ void check_donation(const std::vector<int>& argnums, std::span<const int> positi
 void donate(const std::vector<int>& argnums, const std::vector<Array>& args,
             std::span<const int> positions) {
   for (int argnum : argnums) {
-    size_t i = std::find(positions.begin(), positions.end(), argnum) - positions.begin();
-    if (!args[i].is_deleted()) delete_array(args[i]);
+    // Every leaf of the argument: the Array, or each element of a container.
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (positions[i] == argnum && !args[i].is_deleted()) delete_array(args[i]);
+    }
   }
 }
 

@@ -35,13 +35,14 @@ std::string prefix_error(const char* what, size_t given, size_t leaves, const ch
 
 }  // namespace
 
-std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
-                                                const std::vector<Array>& args,
-                                                std::span<const int> positions) {
+template <class Arg>
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan, const std::vector<Arg>& args,
+                                                const ArgLayout& layout) {
   const std::vector<MapAxis>& given = plan.options.in_axes;
-  if (given.size() != 1 && given.size() != args.size()) {
+  const size_t mapped_args = layout.args().size();
+  if (given.size() != 1 && given.size() != mapped_args) {
     throw ValueError(
-        prefix_error("in_axes", given.size(), args.size(), "Array arguments f was called with") +
+        prefix_error("in_axes", given.size(), mapped_args, "Array arguments f was called with") +
         "\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped "
         "function, and the value of `in_axes` must be a tree prefix of that tuple. But it was not "
         "a prefix.\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of "
@@ -49,23 +50,23 @@ std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
   }
   std::vector<std::optional<int>> out(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    std::optional<int> k = given.size() == 1 ? given[0] : given[i];
+    std::optional<int> k = given.size() == 1 ? given[0] : given[layout.arg_of(i)];
     if (!k) continue;
     int rank = args[i].ndim();
     if (*k < -rank || *k >= rank) {
       throw ValueError(fmt::format(
           "pmap was requested to map its argument along axis {}, which implies that its rank "
-          "should be at least {}, but is only {} (its shape is {}): args[{}] of type {}",
+          "should be at least {}, but is only {} (its shape is {}): {} of type {}",
           *k, *k < 0 ? -int64_t{*k} : int64_t{*k} + 1, rank, shape_tuple_string(args[i].shape()),
-          positions[i], long_type(args[i])));
+          layout.leaf_name(i), long_type(args[i].dtype(), args[i].shape())));
     }
     out[i] = *k < 0 ? *k + rank : *k;
   }
   return out;
 }
 
-int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
-                    std::span<const int> positions,
+template <class Arg>
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const ArgLayout& layout,
                     const std::vector<std::optional<int>>& in_axes) {
   std::optional<int64_t> size;
   bool consistent = true;
@@ -90,9 +91,9 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
     std::vector<std::string> seen;
     for (size_t i = 0; i < args.size(); ++i) {
       if (!in_axes[i]) continue;
-      seen.push_back(fmt::format("  * one axis had size {}: axis {} of args[{}] of type {}",
-                                 args[i].shape()[*in_axes[i]], *in_axes[i], positions[i],
-                                 long_type(args[i])));
+      seen.push_back(fmt::format("  * one axis had size {}: axis {} of {} of type {}",
+                                 args[i].shape()[*in_axes[i]], *in_axes[i], layout.leaf_name(i),
+                                 long_type(args[i].dtype(), args[i].shape())));
     }
     throw ValueError("pmap got inconsistent sizes for array axes to be mapped:\n" +
                      fmt::format("{}", fmt::join(seen, ";\n")));
@@ -103,6 +104,16 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
   }
   return *size;
 }
+
+template std::vector<std::optional<int>> resolve_in_axes(const PmapPlan&, const std::vector<Array>&,
+                                                         const ArgLayout&);
+template std::vector<std::optional<int>> resolve_in_axes(const PmapPlan&,
+                                                         const std::vector<ArgType>&,
+                                                         const ArgLayout&);
+template int64_t mapped_size(const PmapPlan&, const std::vector<Array>&, const ArgLayout&,
+                             const std::vector<std::optional<int>>&);
+template int64_t mapped_size(const PmapPlan&, const std::vector<ArgType>&, const ArgLayout&,
+                             const std::vector<std::optional<int>>&);
 
 std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
                                                  const std::vector<Array>& outputs) {
@@ -229,7 +240,7 @@ LevelScope::~LevelScope() {
 }
 
 std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& args,
-                              std::span<const int> positions, BodyRef body) {
+                              const ArgLayout& layout, BodyRef body) {
   DeviceContext* ctx = current_device_context();
   if (ctx->pmap_depth == 0) {
     throw ValueError(fmt::format(
@@ -238,8 +249,8 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
         plan.axis_name, ctx->call->fun_name()));
   }
   if (plan.options.devices) throw ValueError("Nested pmap with explicit devices argument.");
-  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
-  int64_t size = mapped_size(plan, args, positions, in_axes);
+  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, layout);
+  int64_t size = mapped_size(plan, args, layout, in_axes);
   const Mesh& mesh = ctx->call->mesh();
   const int axis = ctx->pmap_depth;
   if (axis >= mesh.ndim()) throw NestedDiscovery{{}, PmapLevel{plan.axis_name, size}};
