@@ -91,6 +91,23 @@ TEST(Faults, DifferentCollectivesRaiseMismatchOnEveryDevice) {
   for (int d = 0; d < 4; ++d) EXPECT_EQ(seen.kinds[d], "mismatch") << "device " << d;
 }
 
+TEST(Faults, MismatchMessageNamesTheDevicesInMeshOrder) {
+  // Which device notices the mismatch first depends on timing; the message must not. Device 1
+  // sleeps on half of the runs so that each device is the first to notice on some of them.
+  for (int run = 0; run < 6; ++run) {
+    auto f = shard_map(
+        [run](const Array& b) {
+          int d = device_index();
+          if (d == run % 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          return d == 0 ? pmax(b, "i") : psum(b, "i");
+        },
+        mesh1(2), P("i"), P("i"), {.check_vma = false});
+    expect_error<CollectiveMismatch>([&] { f(arange(4)); },
+                                     {"at collective #1: cpu:0 ran pmax of i32[2] over 'i', cpu:1 "
+                                      "ran psum of i32[2] over 'i'."});
+  }
+}
+
 TEST(Faults, DifferentAxesShapesOrParametersAreMismatches) {
   Mesh mesh = mesh2(2, 2);
   auto axes = shard_map(

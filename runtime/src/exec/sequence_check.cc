@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace spmd::internal {
 
 const char* const kSpmdRule =
@@ -74,13 +76,16 @@ std::string InProcessSequenceCheck::enter(int rank, uint64_t seq, const OpSignat
     if (!in_window(status_[e].word.load(std::memory_order_seq_cst) >> 2) || other == hash) {
       continue;
     }
-    std::string mine = describe(rank, seq);
-    std::string theirs = describe(e, seq);
-    if (mine == theirs) theirs += " with different parameters (axis, tiled, groups or perm)";
+    // Name the two devices in mesh order: which of them noticed first depends on timing, and the
+    // message must not.
+    const int lo = std::min(rank, e), hi = std::max(rank, e);
+    std::string first = describe(lo, seq);
+    std::string second = describe(hi, seq);
+    if (first == second) second += " with different parameters (axis, tiled, groups or perm)";
     return fmt::format(
         "devices of the call of '{}' ran different collectives at collective #{}: {} ran {}, {} "
         "ran {}. {}",
-        fun_name_, seq, device_name(rank), mine, device_name(e), theirs, kSpmdRule);
+        fun_name_, seq, device_name(lo), first, device_name(hi), second, kSpmdRule);
   }
   return "";
 }
