@@ -333,14 +333,18 @@ PartitionSpec axis_spec(std::optional<int> axis, const std::string& name) {
   return PartitionSpec(std::move(entries));
 }
 
-std::string callable_name(const std::type_info& type, const char* file, int line) {
+std::string type_name(const std::type_info& type) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(
       abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
   std::string name = status == 0 ? demangled.get() : type.name();
-  if (name.find("lambda") != std::string::npos) name = "<lambda>";
-  if (name.find("(*)(") != std::string::npos) name = "<function>";
-  return fmt::format("{} at {}:{}", name, file, line);
+  if (name.find("lambda") != std::string::npos) return "<lambda>";
+  if (name.find("(*)(") != std::string::npos) return "<function>";
+  return name;
+}
+
+std::string callable_name(const std::type_info& type, const char* file, int line) {
+  return fmt::format("{} at {}:{}", type_name(type), file, line);
 }
 
 void ArgLayout::add(int position, size_t count, bool container) {

@@ -173,6 +173,10 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
 // ValueError for a negative axis.
 PartitionSpec axis_spec(std::optional<int> axis, const std::string& name);
 
+// A readable name for a type, for messages: the demangled name ("std::runtime_error"), or
+// "<lambda>" or "<function>" for a lambda's or a function pointer's type.
+std::string type_name(const std::type_info& type);
+
 // A readable name for a callable type created at file:line, for messages: "<lambda> at
 // main.cc:12", "<function> at main.cc:12", or the functor's class name and the place.
 std::string callable_name(const std::type_info& type, const char* file, int line);

@@ -166,7 +166,7 @@ void CallContext::fail(int rank, std::exception_ptr error) {
     message = "the call is rerun";
   } catch (const std::exception& e) {
     DeviceError wrapped(fmt::format("the body of '{}' raised {}: {}", fun_name(),
-                                    callable_name(typeid(e)), e.what()));
+                                    type_name(typeid(e)), e.what()));
     wrapped.set_device(device);
     message = wrapped.what();
     try {
