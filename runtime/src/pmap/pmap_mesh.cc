@@ -63,7 +63,7 @@ Mesh pmap_mesh(const std::vector<Array>& args, const std::vector<PmapAxis>& axes
     } catch (Error& e) {
       // Legacy pmap checks an inner level in the outer level's body, on every device: the
       // error names the first one.
-      if (l > 0) e.set_device(devices[0].id, devices[0].str());
+      if (l > 0) e.set_device(devices[0]);
       throw;
     }
     // Legacy pmap places each level before its body reaches the next one, so a grid too large
