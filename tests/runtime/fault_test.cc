@@ -251,8 +251,8 @@ TEST(FaultDevices, EveryFaultCarriesItsDevice) {
     ADD_FAILURE() << "expected DeviceError";
   } catch (const DeviceError& e) {
     EXPECT_EQ(e.device(), devices()[3]);
-    EXPECT_THAT(e.what(), ::testing::StartsWith("[on cpu:3] the body of '<lambda>' raised "
-                                                "std::runtime_error: bad shard"));
+    EXPECT_THAT(e.what(), ::testing::StartsWith("[on cpu:3] the body of '<lambda> at "));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("' raised std::runtime_error: bad shard"));
   }
   auto mismatch =
       shard_map([](const Array& b) { return device_index() == 0 ? psum(b, "i") : pmax(b, "i"); },
@@ -384,8 +384,8 @@ TEST(FaultStuck, TheCallerReturnsAtTheDeadlineAndTheDeviceIsQuarantined) {
   auto good = shard_map([](const Array& b) { return psum(b, "i"); }, mesh1(4), P("i"), P());
   expect_error<DeviceUnavailable>(
       [&] { good(arange(8)); },
-      {"UNAVAILABLE: cpu:3 is quarantined: its thread still runs the body of '<lambda>' from a "
-       "call that failed with CollectiveTimeout"});
+      {"UNAVAILABLE: cpu:3 is quarantined: its thread still runs the body of '<lambda> at ",
+       "' from a call that failed with CollectiveTimeout"});
   // ... the other devices do ...
   std::vector<Device> d = devices();
   auto others = shard_map([](const Array& b) { return psum(b, "i"); },
