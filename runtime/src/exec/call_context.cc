@@ -77,8 +77,8 @@ GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key) {
   return layout;
 }
 
-CallContext::CallContext(CallSpec spec)
-    : spec_(std::move(spec)),
+CallContext::CallContext(const CallSpec& spec)
+    : spec_(spec),
       timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::duration<double>(spec_.timeout_s))),
       check_(std::make_unique<InProcessSequenceCheck>(spec_.mesh, spec_.fun_name)) {}

@@ -62,7 +62,9 @@ struct CallSpec {
 
 class CallContext final : public Cancel {
  public:
-  explicit CallContext(CallSpec spec);
+  // `spec` must outlive the call (it lives in the launching frame; copying its mesh and name on
+  // every call would cost more than an empty call's launch).
+  explicit CallContext(const CallSpec& spec);
   ~CallContext() override;
 
   const Mesh& mesh() const { return spec_.mesh; }
@@ -105,7 +107,7 @@ class CallContext final : public Cancel {
   [[noreturn]] void abort_mismatch(const std::string& message);
   Groups& groups(const GroupKey& key);
 
-  CallSpec spec_;
+  const CallSpec& spec_;
   std::chrono::nanoseconds timeout_;
   std::unique_ptr<SequenceCheck> check_;
 

@@ -38,8 +38,8 @@ void run_device(void* arg, int rank) {
 
 }  // namespace
 
-DeviceOutputs launch_erased(CallSpec spec, DeviceBodyFn fn, void* body) {
-  CallContext call(std::move(spec));
+DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
+  CallContext call(spec);
   const Mesh& mesh = call.mesh();
   Launch launch{&call, fn, body, DeviceOutputs(mesh.size())};
   Executor::instance().run(mesh.devices(), &run_device, &launch);
