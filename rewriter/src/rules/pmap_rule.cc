@@ -8,7 +8,6 @@
 #include <clang/AST/DeclCXX.h>
 #include <clang/AST/DeclTemplate.h>
 #include <clang/AST/ExprCXX.h>
-#include <clang/AST/ParentMapContext.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Lex/Lexer.h>
 
@@ -16,6 +15,7 @@
 #include <set>
 #include <variant>
 
+#include "rules/parent_index.h"
 #include "rules/pmap_analysis.h"
 #include "rules/pmap_call_graph.h"
 #include "rules/pmap_codegen.h"
@@ -71,14 +71,13 @@ bool is_implicit(const clang::Stmt* s) {
 }
 
 // The first parent of `node` that the source spells (past casts, temporaries, copies).
-clang::DynTypedNode spelled_parent(const clang::Stmt* node, clang::ASTContext& ctx) {
+clang::DynTypedNode spelled_parent(const clang::Stmt* node, const ParentIndex& parents) {
   clang::DynTypedNode current = clang::DynTypedNode::create(*node);
   while (true) {
-    auto parents = ctx.getParents(current);
-    if (parents.empty()) return clang::DynTypedNode();
-    const auto* stmt = parents[0].get<clang::Stmt>();
-    if (stmt == nullptr || !is_implicit(stmt)) return parents[0];
-    current = parents[0];
+    clang::DynTypedNode parent = parents.parent(current);
+    const auto* stmt = parent.get<clang::Stmt>();
+    if (stmt == nullptr || !is_implicit(stmt)) return parent;
+    current = parent;
   }
 }
 
@@ -104,13 +103,12 @@ const clang::CallExpr* call_of(const clang::DynTypedNode& node, const clang::Exp
 
 // The functions a statement sits in, innermost first (lambda bodies included).
 std::vector<const clang::FunctionDecl*> enclosing_functions(const clang::Stmt* s,
-                                                            clang::ASTContext& ctx) {
+                                                            const ParentIndex& parents) {
   std::vector<const clang::FunctionDecl*> out;
   clang::DynTypedNode node = clang::DynTypedNode::create(*s);
   for (int depth = 0; depth < 512; ++depth) {
-    auto parents = ctx.getParents(node);
-    if (parents.empty()) break;
-    node = parents[0];
+    node = parents.parent(node);
+    if (node.getNodeKind().isNone()) break;
     if (const auto* lambda = node.get<clang::LambdaExpr>()) {
       out.push_back(lambda->getCallOperator());
     }
@@ -144,7 +142,7 @@ std::string readable_name(const clang::NamedDecl* decl) {
 // What the code does with a pmap callable at `parent` (the first spelled parent of the
 // expression `use`), as the tool saw it: "passed to 'apply_to'", "returned from 'make'".
 std::string describe_use(const clang::DynTypedNode& parent, const clang::Expr* use,
-                         clang::ASTContext& ctx) {
+                         clang::ASTContext& ctx, const ParentIndex& parents) {
   if (const auto* member = parent.get<clang::MemberExpr>()) {
     return "used through its member '" + member->getMemberDecl()->getNameAsString() + "'";
   }
@@ -159,7 +157,7 @@ std::string describe_use(const clang::DynTypedNode& parent, const clang::Expr* u
     return "passed to a constructor of '" + construct->getType().getAsString() + "'";
   }
   if (const auto* ret = parent.get<clang::ReturnStmt>()) {
-    std::vector<const clang::FunctionDecl*> in = enclosing_functions(ret, ctx);
+    std::vector<const clang::FunctionDecl*> in = enclosing_functions(ret, parents);
     if (in.empty() || (llvm::isa<clang::CXXMethodDecl>(in[0]) &&
                        llvm::cast<clang::CXXMethodDecl>(in[0])->getParent()->isLambda())) {
       return "returned from a lambda";
@@ -192,13 +190,13 @@ std::string describe_use(const clang::DynTypedNode& parent, const clang::Expr* u
 }
 
 // When the pmap(...) expression is in an unevaluated operand (decltype, sizeof): what names it.
-std::optional<std::string> unevaluated_use(const clang::CallExpr* call, clang::ASTContext& ctx) {
+std::optional<std::string> unevaluated_use(const clang::CallExpr* call,
+                                           const ParentIndex& parents) {
   clang::DynTypedNode node = clang::DynTypedNode::create(*call);
   bool in_type = false;
   for (int depth = 0; depth < 256; ++depth) {
-    auto parents = ctx.getParents(node);
-    if (parents.empty()) break;
-    node = parents[0];
+    node = parents.parent(node);
+    if (node.getNodeKind().isNone()) break;
     if (node.get<clang::TypeLoc>() != nullptr) in_type = true;
     if (const auto* trait = node.get<clang::UnaryExprOrTypeTraitExpr>()) {
       (void)trait;
@@ -436,9 +434,15 @@ class VariableUses : public clang::RecursiveASTVisitor<VariableUses> {
 class Analysis {
  public:
   Analysis(clang::ASTContext& ctx, Sink& sink)
-      : ctx_(ctx), sm_(ctx.getSourceManager()), sink_(sink) {}
+      : ctx_(ctx), sm_(ctx.getSourceManager()), sink_(sink), parents_(ctx) {}
 
-  void run(const std::vector<const clang::CallExpr*>& calls) {
+  void run(const std::vector<const clang::CallExpr*>& matched) {
+    // The matcher also finds the pmaps of template instantiations: copies of the template's own
+    // pmaps, which are analysed (and refused) in the template. Only indexed calls count.
+    std::vector<const clang::CallExpr*> calls;
+    for (const clang::CallExpr* call : matched) {
+      if (parents_.contains(call)) calls.push_back(call);
+    }
     CallGraph graph(ctx_);
     graph.build(sink_.functions());
     VariableUses(sm_, uses_).TraverseAST(ctx_);
@@ -451,7 +455,7 @@ class Analysis {
     }
     for (const clang::CallExpr* call : calls) {
       if (inner.count(call) != 0) continue;
-      if (std::optional<std::string> type = unevaluated_use(call, ctx_)) {
+      if (std::optional<std::string> type = unevaluated_use(call, parents_)) {
         refuse_unevaluated(call, *type);
         continue;
       }
@@ -490,7 +494,7 @@ class Analysis {
                        "docs/migration.md)"};
       }
     }
-    for (const clang::FunctionDecl* fn : enclosing_functions(site.pmap, ctx_)) {
+    for (const clang::FunctionDecl* fn : enclosing_functions(site.pmap, parents_)) {
       if (fn->isTemplated()) return Refusal{"pmap-template", kTemplateMessage};
     }
     for (const clang::CallExpr* level = site.pmap; level != nullptr;
@@ -504,7 +508,7 @@ class Analysis {
 
   // Called at once, or kept in a variable whose uses find_calls reads; else why not.
   std::optional<Refusal> where_it_goes(Site& site) {
-    clang::DynTypedNode parent = spelled_parent(site.pmap, ctx_);
+    clang::DynTypedNode parent = spelled_parent(site.pmap, parents_);
     if (const clang::CallExpr* call = call_of(parent, site.pmap)) {
       site.calls.push_back(call);
       return std::nullopt;
@@ -512,7 +516,7 @@ class Analysis {
     const auto* var = parent.get<clang::VarDecl>();
     if (var == nullptr) {
       return Refusal{"pmap-escape", "the pmap callable is " +
-                                        describe_use(parent, site.pmap, ctx_) +
+                                        describe_use(parent, site.pmap, ctx_, parents_) +
                                         ", where the tool cannot see its calls; keep it in a "
                                         "local 'auto' variable that is only called, or " +
                                         kHandFix};
@@ -551,7 +555,7 @@ class Analysis {
     Site& site = sites_[s];
     if (site.var == nullptr || site.refusal) return;
     for (const clang::DeclRefExpr* ref : uses_[site.var]) {
-      clang::DynTypedNode parent = spelled_parent(ref, ctx_);
+      clang::DynTypedNode parent = spelled_parent(ref, parents_);
       if (const clang::CallExpr* call = call_of(parent, ref)) {
         site.calls.push_back(call);
         continue;
@@ -565,12 +569,12 @@ class Analysis {
         sites_[outer->second].inner = s;
         continue;
       }
-      site.refusal =
-          Refusal{"pmap-escape", "the pmap callable '" + site.var->getNameAsString() + "' is " +
-                                     describe_use(parent, ref, ctx_) + " (" + line_of(ref, ctx_) +
-                                     "), where the tool cannot see its calls; call it "
-                                     "only directly, or " +
-                                     kHandFix};
+      site.refusal = Refusal{
+          "pmap-escape", "the pmap callable '" + site.var->getNameAsString() + "' is " +
+                             describe_use(parent, ref, ctx_, parents_) + " (" + line_of(ref, ctx_) +
+                             "), where the tool cannot see its calls; call it "
+                             "only directly, or " +
+                             kHandFix};
       return;
     }
   }
@@ -625,7 +629,7 @@ class Analysis {
     }
     const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(e);
     if (ref == nullptr || ref->hasQualifier()) return ref != nullptr;
-    std::vector<const clang::FunctionDecl*> in = enclosing_functions(site.pmap, ctx_);
+    std::vector<const clang::FunctionDecl*> in = enclosing_functions(site.pmap, parents_);
     if (in.empty()) return false;
     struct Shadows : clang::RecursiveASTVisitor<Shadows> {
       const clang::NamedDecl* decl;
@@ -722,6 +726,7 @@ class Analysis {
   clang::ASTContext& ctx_;
   const clang::SourceManager& sm_;
   Sink& sink_;
+  ParentIndex parents_;
   std::vector<Site> sites_;
   std::map<const clang::CallExpr*, size_t> site_of_call_;  // every level of a site -> the site
   std::map<const clang::VarDecl*, std::vector<const clang::DeclRefExpr*>> uses_;
@@ -731,8 +736,9 @@ class Analysis {
 
 void PmapRule::register_matchers(MatchFinder& finder) {
   finder.addMatcher(
-      callExpr(callee(functionDecl(hasName("::spmd::pmap"))), unless(isExpansionInSystemHeader()),
-               unless(isInTemplateInstantiation()))
+      // Not unless(isInTemplateInstantiation()): it builds clang's parent map of the whole unit
+      // (Analysis::run leaves those calls out with its own index instead).
+      callExpr(callee(functionDecl(hasName("::spmd::pmap"))), unless(isExpansionInSystemHeader()))
           .bind("pmap"),
       this);
   finder.addMatcher(unresolvedLookupExpr(hasAnyDeclaration(namedDecl(hasName("::spmd::pmap"))),

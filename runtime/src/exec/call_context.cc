@@ -165,8 +165,8 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   } catch (const ControlFlow&) {
     message = "the call is rerun";
   } catch (const std::exception& e) {
-    DeviceError wrapped(fmt::format("the body of '{}' raised {}: {}", fun_name(),
-                                    type_name(typeid(e)), e.what()));
+    DeviceError wrapped(
+        fmt::format("the body of '{}' raised {}: {}", fun_name(), type_name(typeid(e)), e.what()));
     wrapped.set_device(device);
     message = wrapped.what();
     try {

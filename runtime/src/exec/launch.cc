@@ -62,8 +62,9 @@ constexpr Executor::Owner kOwner{&run_device, &poll, &device_lost};
 
 }  // namespace
 
-DeviceOutputs launch_erased(CallSpec spec, DeviceBodyFn fn, void* body) {
-  auto launch = std::make_shared<Launch>(std::move(spec), fn, body);
+DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
+  // The launch keeps its own copy of the spec: a quarantined body may outlive the caller.
+  auto launch = std::make_shared<Launch>(spec, fn, body);
   launch->call.set_abort_listener(
       [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); }, launch.get());
   const Mesh& mesh = launch->call.mesh();
