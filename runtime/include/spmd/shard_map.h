@@ -305,18 +305,26 @@ inline constexpr bool kBodyCallable = std::is_invocable_v<const F&, BodyArg<Args
 template <class F, class... Args>
 using MappedResult = std::decay_t<std::invoke_result_t<const F&, BodyArg<Args>...>>;
 
+// Marks that this device now runs the user's function (its caller may stop waiting for it once
+// a deadline passes). Called by invoke_with_blocks once it has read everything it needs from the
+// caller's frame; a no-op outside a device body or when already in user code.
+void begin_user_code();
+
 // Calls f with the blocks in place of its mapped arguments (argument I's leaves start at
-// first[I]) and the other arguments unchanged, and flattens its result.
+// first[I]) and the other arguments unchanged, and flattens its result. `first` and `args` live
+// in the caller's frame: they are read into `inputs` before the user code begins.
 template <class F, size_t... Is, class... Args>
 std::vector<Array> invoke_with_blocks(const F& f, const std::vector<Array>& blocks,
                                       const std::array<size_t, sizeof...(Args)>& first,
                                       std::index_sequence<Is...>, const Args&... args) {
   using R = MappedResult<F, Args...>;
+  std::tuple<BodyArg<Args>...> inputs(block_or_static<Args>(blocks, first[Is], args)...);
+  begin_user_code();
   if constexpr (std::is_void_v<R>) {
-    f(block_or_static<Args>(blocks, first[Is], args)...);
+    std::apply(f, std::move(inputs));
     return {};
   } else {
-    return OutputTraits<R>::flatten(f(block_or_static<Args>(blocks, first[Is], args)...));
+    return OutputTraits<R>::flatten(std::apply(f, std::move(inputs)));
   }
 }
 

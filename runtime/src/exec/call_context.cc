@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <typeinfo>
+#include <utility>
 
 #include "spmd/errors.h"
 #include "spmd/shard_map.h"
@@ -127,24 +128,35 @@ void CallContext::leave_user_code(int rank, bool check) {
   if (check && aborted_.load(std::memory_order_seq_cst)) throw_aborted();
 }
 
+// user_depth: 0 outside the user's function, 1 once call_body called it (its arguments are
+// being read from the caller's frame), 2 once begin_user_code marked it as running user code.
+void begin_user_code() {
+  DeviceContext* ctx = current_device_context();
+  if (ctx == nullptr || ctx->user_depth != 1) return;
+  ctx->user_depth = 2;
+  ctx->call->enter_user_code(ctx->rank);
+}
+
 std::vector<Array> call_body(const BodyRef& body_in, const std::vector<Array>& blocks) {
   DeviceContext* ctx = current_device_context();
   // `body_in` lives in the caller's frame, which is gone once the caller stops waiting for a body
-  // stuck in user code: read it before enter_user_code, whose store orders it before that.
+  // stuck in user code: copy it before the body marks that (begin_user_code).
   const BodyRef body = body_in;
   if (!body.user_code || ctx->user_depth > 0) return body.call(body.object, blocks);
   ctx->user_depth = 1;
-  ctx->call->enter_user_code(ctx->rank);
+  auto leave = [ctx](bool check) {
+    const bool entered = ctx->user_depth == 2;
+    ctx->user_depth = 0;
+    if (entered) ctx->call->leave_user_code(ctx->rank, check);
+  };
   std::vector<Array> outputs;
   try {
     outputs = body.call(body.object, blocks);
   } catch (...) {
-    ctx->user_depth = 0;
-    ctx->call->leave_user_code(ctx->rank, /*check=*/false);
+    leave(/*check=*/false);
     throw;
   }
-  ctx->user_depth = 0;
-  ctx->call->leave_user_code(ctx->rank, /*check=*/true);
+  leave(/*check=*/true);
   return outputs;
 }
 
@@ -184,9 +196,9 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   abort(AbortKind::kDeviceError, error, message, device);
 }
 
-std::exception_ptr CallContext::error() const {
+std::exception_ptr CallContext::take_error() {
   std::lock_guard<std::mutex> lock(mu_);
-  return error_;
+  return std::exchange(error_, nullptr);
 }
 
 void CallContext::abort(AbortKind kind, std::exception_ptr error, const std::string& message,

@@ -105,8 +105,10 @@ class CallContext final : public Cancel {
   void leave_user_code(int rank, bool check);
 
   // ---- faults, for the caller ----
-  // The error the caller rethrows, or null.
-  std::exception_ptr error() const;
+  // The error the caller rethrows, or null; moved out, so that the caller holds the exception's
+  // only reference (a body's thread may drop the launch last, and must not destroy the exception
+  // object the caller is reading).
+  std::exception_ptr take_error();
   // Calls `listener(arg)` when the call aborts (once, on the aborting thread).
   void set_abort_listener(void (*listener)(void*), void* arg);
   // After an abort: whether the caller may stop waiting. Every body gets until the abort plus the
@@ -182,7 +184,7 @@ struct DeviceContext {
   int group_rank = 0;                         // this device's rank in that group
   uint64_t bound = 0;                         // mesh axes collectives may name here
   int pmap_depth = 0;                         // pmap levels whose bodies run here
-  int user_depth = 0;                         // user functions entered (call_body)
+  int user_depth = 0;                         // 0, 1 body called, 2 in user code (call_body)
   uint64_t deadline_for = 0;                  // the collective `deadline` belongs to
   Cancel::Clock::time_point deadline;
   // Communicators already looked up by this device (avoids the call's mutex on every collective).

@@ -14,7 +14,8 @@ namespace {
 // The state of one launch, on the heap: a body its caller stopped waiting for (see
 // Executor::Owner::poll) may still use it. `body` lives on the caller's stack: a body reaches it
 // only after CallContext::start says the call is alive, and by then the caller waits for it until
-// the body enters user code (call_body reads what it needs of the caller's frame before that).
+// the body enters user code (invoke_with_blocks reads what it needs of the caller's frame before
+// begin_user_code marks that).
 // When user code returns in a call abandoned meanwhile, leave_user_code throws the abort, so
 // nothing of that frame is touched again.
 struct Launch {
@@ -69,7 +70,7 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
       [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); }, launch.get());
   const Mesh& mesh = launch->call.mesh();
   Executor::instance().run(mesh.devices(), kOwner, launch.get(), launch, &launch->executor);
-  if (std::exception_ptr error = launch->call.error()) std::rethrow_exception(error);
+  if (std::exception_ptr error = launch->call.take_error()) std::rethrow_exception(error);
   const size_t count = launch->outputs[0].size();
   for (int64_t r = 1; r < mesh.size(); ++r) {
     if (launch->outputs[r].size() != count) {
