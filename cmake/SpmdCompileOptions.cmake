@@ -9,9 +9,10 @@ function(spmd_target_options target)
 endfunction()
 
 # Sanitizers must cover every object in the process, so they are global in a sanitizer build.
-# -O1 keeps sanitizer builds (ASan + UBSan in particular) fast to compile and still fast enough.
+# -O1 keeps sanitizer builds (ASan + UBSan in particular) fast to compile and still fast enough;
+# -g1 (line tables, no variables) keeps file:line in their reports for a third less compile time.
 if(NOT SPMD_SANITIZE STREQUAL "")
-  add_compile_options(-O1)
+  add_compile_options(-O1 -g1)
 endif()
 if(SPMD_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
