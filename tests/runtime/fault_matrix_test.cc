@@ -84,22 +84,6 @@ const Cell kCells[] = {
      "is running user code after collective #1"},
 };
 
-// A body held in user code until `release` (at most 10 s). It holds only off the calling thread:
-// threads idle in a call, the caller's included, run bodies, and a caller held in a body cannot
-// return before it does (the documented limit).
-struct Holder {
-  std::thread::id caller = std::this_thread::get_id();
-  std::atomic<bool> release{false};
-  std::atomic<bool> held{false};
-  void hold_unless_on_caller() {
-    if (std::this_thread::get_id() == caller) return;
-    held = true;
-    auto end = Clock::now() + std::chrono::seconds(10);
-    while (!release && Clock::now() < end)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-};
-
 // What each device's body saw, by mesh position.
 struct Seen {
   std::mutex mu;

@@ -108,6 +108,26 @@ TEST(Faults, MismatchMessageNamesTheDevicesInMeshOrder) {
   }
 }
 
+TEST(Faults, SeveralRaisingBodiesReportTheFirstInMeshOrder) {
+  // Every body raises once all have started, the last in mesh order first: the caller still gets
+  // cpu:0's error, whichever raised first in time.
+  for (int run = 0; run < 6; ++run) {
+    std::atomic<int> started{0};
+    auto f = shard_map(
+        [&](const Array& b) {
+          int d = device_index();
+          ++started;
+          auto end = Clock::now() + std::chrono::seconds(5);
+          while (started < 4 && Clock::now() < end) std::this_thread::yield();
+          std::this_thread::sleep_for(std::chrono::milliseconds(5 * (3 - d)));
+          throw std::runtime_error("bad shard on device " + std::to_string(d));
+          return b;
+        },
+        mesh1(4), P("i"), P("i"));
+    expect_error<DeviceError>([&] { f(arange(8)); }, {"[on cpu:0]", "bad shard on device 0"});
+  }
+}
+
 TEST(Faults, DifferentAxesShapesOrParametersAreMismatches) {
   Mesh mesh = mesh2(2, 2);
   auto axes = shard_map(
@@ -341,22 +361,6 @@ TEST(FaultTurns, TheDeadlineCountsFromTheLastStartAndBlamesTruthfully) {
 }
 
 // ---- a body stuck in user code ----
-
-// A body that holds its device until `release` (at most 10 s), recording that it did so.
-struct Holder {
-  std::thread::id caller = std::this_thread::get_id();
-  std::atomic<bool> release{false};
-  std::atomic<bool> held{false};
-  // Holds if this body runs on a thread other than the caller's: threads idle in a call, the
-  // caller's included, run bodies, and a caller stuck in a body cannot return before it does.
-  void hold_unless_on_caller() {
-    if (std::this_thread::get_id() == caller) return;
-    held = true;
-    auto end = Clock::now() + std::chrono::seconds(10);
-    while (!release && Clock::now() < end)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-};
 
 TEST(FaultStuck, TheCallerReturnsAtTheDeadlineAndTheDeviceIsQuarantined) {
   Holder holder;

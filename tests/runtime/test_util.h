@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <initializer_list>
 #include <string>
@@ -73,6 +74,22 @@ auto when_available(F&& call, std::chrono::milliseconds limit = std::chrono::mil
     }
   }
 }
+
+// A body that holds its device in user code until `release` (at most 10 s), recording that it
+// did. It holds only off the calling thread: threads idle in a call, the caller's included, run
+// bodies, and a caller held in a body cannot return before it does (the documented limit).
+struct Holder {
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> release{false};
+  std::atomic<bool> held{false};
+  void hold_unless_on_caller() {
+    if (std::this_thread::get_id() == caller) return;
+    held = true;
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!release && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
 
 inline Mesh mesh1(int64_t n, const std::string& name = "i") { return make_mesh({n}, {name}); }
 inline Mesh mesh2(int64_t a, int64_t b, const std::string& x = "i", const std::string& y = "j") {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <typeinfo>
 #include <utility>
 
@@ -196,6 +197,11 @@ void CallContext::fail(int rank, std::exception_ptr error) {
   abort(AbortKind::kDeviceError, error, message, device);
 }
 
+int64_t CallContext::mesh_position(const Device& device) const {
+  const std::vector<Device>& all = spec_.mesh.devices();
+  return std::find(all.begin(), all.end(), device) - all.begin();
+}
+
 std::exception_ptr CallContext::take_error() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(error_, nullptr);
@@ -212,6 +218,14 @@ void CallContext::abort(AbortKind kind, std::exception_ptr error, const std::str
       abort_message_ = message;
       abort_device_ = device;
       abort_time_ = Clock::now();
+      error_ = std::move(error);
+    } else if (kind == AbortKind::kDeviceError && abort_kind_ == AbortKind::kDeviceError &&
+               mesh_position(device) < mesh_position(abort_device_)) {
+      // Several bodies raised errors of their own (each before it saw the abort): the caller gets
+      // the one first in mesh order, not the first in time, so that its text does not depend on
+      // which thread ran first.
+      abort_message_ = message;
+      abort_device_ = device;
       error_ = std::move(error);
     }
     aborted_.store(true, std::memory_order_release);

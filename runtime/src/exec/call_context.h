@@ -144,9 +144,11 @@ class CallContext final : public Cancel {
   };
 
   // Records the first abort (its kind, error, message and the device it is attributed to) and
-  // aborts every communicator.
+  // aborts every communicator. A device error of a device earlier in the mesh replaces a recorded
+  // device error.
   void abort(AbortKind kind, std::exception_ptr error, const std::string& message,
              const Device& device);
+  int64_t mesh_position(const Device& device) const;
   [[noreturn]] void abort_mismatch(const std::string& message, const Device& device);
   [[noreturn]] void throw_timeout(DeviceContext& ctx, const std::vector<int>& missing);
   Groups& groups(const GroupKey& key);
