@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
       int64_t k = calibrate(body, target);
       std::vector<double> t;
       for (int rep = 0; rep < reps; ++rep) t.push_back(time_per_iteration(body, k) * 1e6);
-      row += fmt::format(" {:.1f} ({:.1f}) |", median(t), minimum(t));
+      row += fmt::format(" {:.2f} ({:.2f}) |", median(t), minimum(t));
     }
     fmt::print("{}\n", row);
     std::fflush(stdout);

@@ -3,13 +3,13 @@
 # Usage: scripts/setup.sh   (toolchain, GoogleTest, fmt; Gloo for multi-process runs; OpenMPI for
 #                            the benchmarks and mpirun; Clang 14 LibTooling for spmd-migrate;
 #                            pkgconf for the pkg-config consumer test; NumPy, which the .npy test
-#                            checks files against)
+#                            checks files against; libFuzzer's runtime for scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(cmake make g++ libgtest-dev libgmock-dev libfmt-dev nlohmann-json3-dev libgloo-dev
           libopenmpi-dev openmpi-bin
           clang-14 llvm-14-dev libclang-14-dev libclang-cpp14-dev clang-tools-14 pkgconf
-          python3-numpy)
+          python3-numpy libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

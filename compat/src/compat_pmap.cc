@@ -24,6 +24,7 @@
 namespace spmd::compat {
 namespace {
 
+using internal::ArgLayout;
 using internal::BodyRef;
 using internal::PmapLevel;
 using internal::PmapPlan;
@@ -77,6 +78,7 @@ std::shared_ptr<const internal::ShardMapPlan> prepare(
       mesh, Specs(in_specs), Specs(P()),
       ShardMapOptions{.check_vma = false, .axis_names = {plan.axis_name}, .name = plan.fun_name},
       plan.fun_name});
+  shard_plan->in_specs_per_leaf = true;  // in_axes are resolved per leaf
   // Outputs were expanded at their out_axis, so out_axes resolve against the stacked ranks.
   shard_plan->out_specs_from = [given = plan.options.out_axes,
                                 name = plan.axis_name](const std::vector<Array>& outputs) {
@@ -95,9 +97,8 @@ std::shared_ptr<const internal::ShardMapPlan> prepare(
 }
 
 std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
-                           std::span<const int> positions,
-                           const std::vector<std::optional<int>>& in_axes, BodyRef body,
-                           const std::vector<PmapLevel>& levels, bool probing,
+                           const ArgLayout& layout, const std::vector<std::optional<int>>& in_axes,
+                           BodyRef body, const std::vector<PmapLevel>& levels, bool probing,
                            internal::PmapCache& cache) {
   std::shared_ptr<const internal::ShardMapPlan> shard_plan =
       prepare(plan, in_axes, levels, probing, cache);
@@ -109,18 +110,20 @@ std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
       squeezed.push_back(in_axes[i] ? squeeze(blocks[i], std::vector<int>{*in_axes[i]})
                                     : blocks[i]);
     }
-    std::vector<Array> outputs = body.call(body.object, squeezed);
+    std::vector<Array> outputs = internal::call_body(body, squeezed);
     std::vector<std::optional<int>> out_axes = internal::pmap::resolve_out_axes(plan, outputs);
     for (size_t o = 0; o < outputs.size(); ++o) {
       if (out_axes[o]) outputs[o] = expand_dims(outputs[o], *out_axes[o]);
     }
     return outputs;
   };
-  internal::BodyRef adapter_ref{&adapter, [](const void* object, const std::vector<Array>& b) {
+  internal::BodyRef adapter_ref{&adapter,
+                                [](const void* object, const std::vector<Array>& b) {
                                   return (*static_cast<const decltype(adapter)*>(object))(b);
-                                }};
+                                },
+                                /*user_code=*/false};
   std::vector<Array> results =
-      internal::run_shard_map(*shard_plan, args, positions, adapter_ref, /*num_outputs=*/-1);
+      internal::run_shard_map(*shard_plan, args, layout, adapter_ref, /*num_outputs=*/-1);
   const std::vector<MapAxis>& given = plan.options.out_axes;
   for (size_t o = 0; o < results.size(); ++o) {
     if (!std::optional<int>(given.size() == 1 ? given[0] : given[o])) {
@@ -133,14 +136,14 @@ std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
 }  // namespace
 
 std::vector<Array> run_pmap(const PmapPlan& plan, const std::vector<Array>& args,
-                            std::span<const int> arg_positions, BodyRef body,
+                            const ArgLayout& layout, BodyRef body,
                             int /*num_outputs: counted when the body returns*/,
                             internal::PmapCache& cache) {
-  return internal::pmap::run(plan, args, arg_positions, body, cache,
+  return internal::pmap::run(plan, args, layout, body, cache,
                              [&](const std::vector<std::optional<int>>& in_axes,
                                  const std::vector<PmapLevel>& levels, bool probing) {
-                               return execute(plan, args, arg_positions, in_axes, body, levels,
-                                              probing, cache);
+                               return execute(plan, args, layout, in_axes, body, levels, probing,
+                                              cache);
                              });
 }
 

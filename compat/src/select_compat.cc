@@ -5,9 +5,9 @@
 namespace spmd::internal {
 
 std::vector<Array> run_pmap(const PmapPlan& plan, const std::vector<Array>& args,
-                            std::span<const int> arg_positions, BodyRef body, int num_outputs,
+                            const ArgLayout& layout, BodyRef body, int num_outputs,
                             PmapCache& cache) {
-  return compat::run_pmap(plan, args, arg_positions, body, num_outputs, cache);
+  return compat::run_pmap(plan, args, layout, body, num_outputs, cache);
 }
 
 }  // namespace spmd::internal

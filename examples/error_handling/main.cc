@@ -60,7 +60,8 @@ int main() {
   try {
     failing(spmd::arange(8));
   } catch (const spmd::DeviceError& e) {
-    fmt::print("3. DeviceError on device {}:\n{}\n", e.device().value_or(-1), e.what());
+    fmt::print("3. DeviceError on device {}:\n{}\n", e.device() ? e.device()->str() : "none",
+               e.what());
     try {
       std::rethrow_if_nested(e);
     } catch (const std::runtime_error& original) {

@@ -11,11 +11,11 @@
 #include <llvm/Support/CommandLine.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
 
 #include "engine.h"
 #include "output.h"
+#include "spmd/version.h"
 
 namespace {
 
@@ -38,20 +38,50 @@ cl::opt<bool> allow_remaining("allow-remaining",
                               cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("Print no summary and no progress"), cl::cat(category));
 
-const char* kExtraHelp = R"(
+const char* kOverview = R"(spmd-migrate rewrites legacy spmd::pmap code into spmd::shard_map code.
+
+It migrates every spmd::pmap construct whose calls it can see into a lambda with the same call
+signature that runs spmd::shard_map and gives the same results (and the same errors), and rewrites
+JAX's other deprecated pmap-era helpers (pvary, device_put_replicated, device_put_sharded). Every
+site it cannot migrate faithfully is left as it is and reported as
+  file:line:col: warning: <reason and manual fix> [spmd-migrate-<rule>]
+(docs/migration.md lists the rules and their manual fixes). A file that does not compile is never
+edited. Nested pmaps are migrated whole or not at all: the tool follows calls across every file
+given in the same run.
+
+Modes (default: report the sites and a summary; nothing is written):
+  --diff                 print a unified diff of the migration
+  -i                     rewrite the files in place: each file is replaced only after its new
+                         contents were written completely and flushed; mode, owner and hard
+                         links are kept; read-only files are refused
+  --export-fixes=<file>  write the edits as clang-apply-replacements YAML
+  --report=<file>        write a Markdown (.md) or JSON (.json) report of every site
+
 Exit codes:
   0  every site was migrated (or there was nothing to migrate)
   1  some sites were left for a human (each reported as a warning); see --allow-remaining
   2  a file did not compile, edits conflicted, a file could not be written, or bad usage
 
-Rules and their diagnostics are named [spmd-migrate-<rule>].
+Examples:
+  spmd-migrate -p build src/train.cc src/model.cc     report, with build/compile_commands.json
+  spmd-migrate -p build --diff src/train.cc           review the edits
+  spmd-migrate -p build -i src/*.cc                   migrate in place
+  spmd-migrate src/a.cc -- -std=c++20 -Iinclude       without a compilation database
 )";
+
+cl::extrahelp common_help(clang::tooling::CommonOptionsParser::HelpMessage);
+
+void print_version(llvm::raw_ostream& os) {
+  os << "spmd-migrate (spmd) " << SPMD_VERSION_STRING << ", built with Clang "
+     << SPMD_MIGRATE_CLANG_VERSION << "\n";
+}
 
 }  // namespace
 
 int main(int argc, const char** argv) {
+  cl::SetVersionPrinter(print_version);
   auto parser =
-      clang::tooling::CommonOptionsParser::create(argc, argv, category, cl::OneOrMore, kExtraHelp);
+      clang::tooling::CommonOptionsParser::create(argc, argv, category, cl::OneOrMore, kOverview);
   if (!parser) {
     llvm::errs() << llvm::toString(parser.takeError());
     return 2;
@@ -71,11 +101,8 @@ int main(int argc, const char** argv) {
   spmd::migrate::write_diagnostics(plan, std::cerr);
   bool ok = plan.errors.empty() && plan.failed.empty();
   if (diff) spmd::migrate::write_diff(plan, std::cout);
-  if (!export_fixes.empty()) {
-    std::ofstream out(export_fixes);
-    spmd::migrate::write_fixes_yaml(plan, out);
-    ok = ok && out.good();
-  }
+  if (!export_fixes.empty())
+    ok = spmd::migrate::write_fixes_yaml(plan, export_fixes, std::cerr) && ok;
   if (in_place) ok = spmd::migrate::write_in_place(plan, std::cerr) && ok;
   if (!report.empty()) ok = spmd::migrate::write_report(plan, report, std::cerr) && ok;
   if (!quiet) spmd::migrate::write_summary(plan, diff ? std::cerr : std::cout);

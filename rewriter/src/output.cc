@@ -17,6 +17,11 @@
 #include <memory>
 #include <sstream>
 
+#include "file_io.h"
+#include "formatting.h"
+#include "nesting.h"
+#include "unified_diff.h"
+
 namespace spmd::migrate {
 namespace {
 
@@ -44,15 +49,24 @@ std::string find_conflict(const std::vector<Edit>& edits) {
   return "";
 }
 
-// `replacements` with their line ends written "\r\n", for a file that uses them: the generated
-// code (and the inserted includes) must not mix line ends into it.
-clang::tooling::Replacements with_crlf(const clang::tooling::Replacements& replacements) {
+// `replacements` with the generated line ends ("\n") written as `end`, so that the generated code
+// (and the inserted includes) follow the file's own line ends.
+clang::tooling::Replacements with_line_end(const clang::tooling::Replacements& replacements,
+                                           LineEnd end) {
+  if (end == LineEnd::kLf) return replacements;
   clang::tooling::Replacements out;
   for (const clang::tooling::Replacement& r : replacements) {
     std::string text;
     for (char c : r.getReplacementText()) {
-      if (c == '\n' && (text.empty() || text.back() != '\r')) text += '\r';
-      text += c;
+      if (c != '\n') {
+        text += c;
+      } else if (end == LineEnd::kCr) {
+        if (!text.empty() && text.back() == '\r') continue;  // "\r\n" from clang-format: one CR
+        text += '\r';
+      } else {
+        if (text.empty() || text.back() != '\r') text += '\r';
+        text += c;
+      }
     }
     llvm::consumeError(
         out.add(clang::tooling::Replacement(r.getFilePath(), r.getOffset(), r.getLength(), text)));
@@ -83,29 +97,49 @@ void plan_file(const std::string& path, std::vector<Edit> edits,
       return;
     }
   }
-  // An offset of UINT_MAX asks cleanupAroundReplacements to insert a header in the right include
-  // block, and to skip it when the file already includes it.
-  for (const std::string& header : headers) {
-    llvm::consumeError(replacements.add(
-        clang::tooling::Replacement(path, UINT_MAX, 0, "#include <" + header + ">")));
-  }
   // The project's .clang-format, if any: it places the includes, and the edited lines are
-  // formatted with it. Without one, the edits are kept as generated.
+  // formatted with it. Without one, the edits are kept as generated. Line ends are the file's.
   llvm::Expected<clang::format::FormatStyle> style = clang::format::getStyle("file", path, "none");
   if (!style) {
     llvm::consumeError(style.takeError());
     style = clang::format::getNoStyle();
   }
-  llvm::Expected<clang::tooling::Replacements> cleaned =
-      clang::format::cleanupAroundReplacements(code, replacements, *style);
-  if (cleaned && !style->DisableFormat) {
-    cleaned = clang::format::formatReplacements(code, *cleaned, *style);
+  LineEnd end = dominant_line_end(code);
+  style->DeriveLineEnding = false;
+  style->UseCRLF = end == LineEnd::kCrLf;
+  // clang-format reads a lone "\r" as no line end: it sees a CR-only file with "\n" instead (the
+  // same offsets).
+  std::string seen = code;
+  if (end == LineEnd::kCr) {
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (seen[i] == '\r' && (i + 1 == seen.size() || seen[i + 1] != '\n')) seen[i] = '\n';
+    }
   }
+  // An offset of UINT_MAX asks cleanupAroundReplacements to insert a header in the right include
+  // block, and to skip it when the file already includes it.
+  clang::tooling::Replacements includes;
+  for (const std::string& header : headers) {
+    llvm::consumeError(
+        includes.add(clang::tooling::Replacement(path, UINT_MAX, 0, "#include <" + header + ">")));
+  }
+  llvm::Expected<clang::tooling::Replacements> placed =
+      clang::format::cleanupAroundReplacements(seen, includes, *style);
+  if (!placed) {
+    plan.errors.push_back(path + ": " + llvm::toString(placed.takeError()));
+    return;
+  }
+  for (const clang::tooling::Replacement& r : *placed) {
+    if (llvm::Error err = replacements.add(r)) {
+      plan.errors.push_back(path + ": " + llvm::toString(std::move(err)));
+      return;
+    }
+  }
+  llvm::Expected<clang::tooling::Replacements> cleaned = format_edits(seen, replacements, *style);
   if (!cleaned) {
     plan.errors.push_back(path + ": " + llvm::toString(cleaned.takeError()));
     return;
   }
-  if (code.find("\r\n") != std::string::npos) cleaned = with_crlf(*cleaned);
+  cleaned = with_line_end(*cleaned, end);
   llvm::Expected<std::string> result = clang::tooling::applyAllReplacements(code, *cleaned);
   if (!result) {
     plan.errors.push_back(path + ": " + llvm::toString(result.takeError()));
@@ -120,6 +154,11 @@ void plan_file(const std::string& path, std::vector<Edit> edits,
   }
 }
 
+// A site counts as migrated only when its file was (or, without -i, would be) written.
+bool counted(const Plan& plan, const Migrated& m) {
+  return plan.unwritten.count(m.where.path) == 0 && plan.unedited.count(m.where.path) == 0;
+}
+
 std::string location_string(const Location& where) {
   return where.path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column);
 }
@@ -130,7 +169,12 @@ Plan make_plan(const std::vector<TuResult>& results) {
   Plan plan;
   std::map<std::string, std::vector<Edit>> edits;
   std::map<std::string, std::set<std::string>> headers;
+  const std::map<Location, SiteOutcome> sites = decide_sites(results);
+  // Edits that a migrated site's code already contains are not applied again.
   std::set<Edit> seen;
+  for (const auto& [where, site] : sites) {
+    if (!site.refused) seen.insert(site.absorbed.begin(), site.absorbed.end());
+  }
   for (const TuResult& r : results) {
     ++plan.files_scanned;
     if (r.failed) {
@@ -144,50 +188,46 @@ Plan make_plan(const std::vector<TuResult>& results) {
     plan.warnings.insert(r.warnings.begin(), r.warnings.end());
     plan.migrated.insert(r.migrated.begin(), r.migrated.end());
   }
-  for (auto& [path, file_edits] : edits)
+  for (const auto& [where, site] : sites) {
+    if (site.refused) {
+      plan.warnings.insert(site.report);
+      continue;
+    }
+    for (const Edit& e : site.edits) {
+      if (seen.insert(e).second) edits[e.path].push_back(e);
+    }
+    for (const auto& [path, header] : site.includes) headers[path].insert(header);
+    plan.migrated.insert(Migrated{where, "pmap"});
+  }
+  for (auto& [path, file_edits] : edits) {
+    const size_t errors = plan.errors.size();
     plan_file(path, std::move(file_edits), headers[path], plan);
+    if (plan.errors.size() != errors) plan.unedited.insert(path);
+  }
   return plan;
 }
 
-bool write_in_place(const Plan& plan, std::ostream& err) {
-  bool ok = true;
+bool write_in_place(Plan& plan, std::ostream& err) {
+  plan.written = true;
   for (const auto& [path, content] : plan.updated) {
-    std::string tmp = path + ".spmd-migrate.tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out << content;
-      ok = ok && out.good();
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      err << "spmd-migrate: cannot write " << path << "\n";
-      ok = false;
-    }
+    std::string error = replace_file(path, plan.original.at(path), content);
+    if (error.empty()) continue;
+    err << "spmd-migrate: error: " << error << "\n";
+    plan.unwritten.insert(path);
   }
-  return ok;
+  return plan.unwritten.empty();
 }
 
 void write_diff(const Plan& plan, std::ostream& out) {
   for (const auto& [path, content] : plan.updated) {
-    llvm::SmallString<128> before, after;
-    llvm::sys::fs::createTemporaryFile("spmd-migrate-a", "txt", before);
-    llvm::sys::fs::createTemporaryFile("spmd-migrate-b", "txt", after);
-    std::ofstream(before.c_str(), std::ios::binary) << plan.original.at(path);
-    std::ofstream(after.c_str(), std::ios::binary) << content;
-    std::string cmd = "diff -u --label 'a" + path + "' --label 'b" + path + "' '" +
-                      before.str().str() + "' '" + after.str().str() + "'";
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-    char buffer[4096];
-    size_t n;
-    while (pipe && (n = fread(buffer, 1, sizeof(buffer), pipe.get())) > 0) out.write(buffer, n);
-    llvm::sys::fs::remove(before);
-    llvm::sys::fs::remove(after);
+    out << unified_diff(path, plan.original.at(path), plan.replacements.at(path));
   }
 }
 
-void write_fixes_yaml(const Plan& plan, std::ostream& out) {
+bool write_fixes_yaml(const Plan& plan, const std::string& path, std::ostream& err) {
   clang::tooling::TranslationUnitReplacements tur;
   tur.MainSourceFile = "";
-  for (const auto& [path, edits] : plan.replacements) {
+  for (const auto& [file, edits] : plan.replacements) {
     for (const Edit& e : edits) {
       tur.Replacements.emplace_back(e.path, e.offset, e.length, e.text);
     }
@@ -197,7 +237,9 @@ void write_fixes_yaml(const Plan& plan, std::ostream& out) {
   llvm::yaml::Output yaml(os);
   yaml << tur;
   os.flush();
-  out << text;
+  std::string error = write_file(path, text);
+  if (!error.empty()) err << "spmd-migrate: error: --export-fixes: " << error << "\n";
+  return error.empty();
 }
 
 void write_diagnostics(const Plan& plan, std::ostream& err) {
@@ -222,12 +264,18 @@ void write_diagnostics(const Plan& plan, std::ostream& err) {
 
 void write_summary(const Plan& plan, std::ostream& out) {
   std::map<std::string, std::pair<size_t, size_t>> per_rule;
-  for (const Migrated& m : plan.migrated) ++per_rule[m.rule].first;
+  size_t migrated = 0;
+  for (const Migrated& m : plan.migrated) {
+    if (!counted(plan, m)) continue;
+    ++per_rule[m.rule].first;
+    ++migrated;
+  }
   for (const Warning& w : plan.warnings) ++per_rule[w.rule].second;
-  out << "spmd-migrate: " << plan.files_scanned << " files scanned, " << plan.updated.size()
-      << " changed, " << plan.migrated.size() << " sites migrated, " << plan.warnings.size()
-      << " left for a human, " << plan.failed.size() << " failed to compile, " << plan.errors.size()
-      << " errors\n";
+  out << "spmd-migrate: " << plan.files_scanned << " files scanned, "
+      << plan.updated.size() - plan.unwritten.size()
+      << (plan.written ? " changed, " : " to change, ") << migrated << " sites migrated, "
+      << plan.warnings.size() << " left for a human, " << plan.failed.size()
+      << " failed to compile, " << plan.errors.size() + plan.unwritten.size() << " errors\n";
   if (per_rule.empty()) return;
   out << "| rule | migrated | left |\n|---|---|---|\n";
   for (const auto& [rule, counts] : per_rule) {
@@ -236,14 +284,12 @@ void write_summary(const Plan& plan, std::ostream& out) {
 }
 
 bool write_report(const Plan& plan, const std::string& path, std::ostream& err) {
-  std::ofstream out(path);
-  if (!out) {
-    err << "spmd-migrate: cannot write the report " << path << "\n";
-    return false;
-  }
+  std::string text;
+  llvm::raw_string_ostream out(text);
   if (llvm::StringRef(path).endswith(".json")) {
     llvm::json::Array migrated, left, failed;
     for (const Migrated& m : plan.migrated) {
+      if (!counted(plan, m)) continue;
       migrated.push_back(llvm::json::Object{{"file", m.where.path},
                                             {"line", m.where.line},
                                             {"column", m.where.column},
@@ -257,29 +303,34 @@ bool write_report(const Plan& plan, const std::string& path, std::ostream& err) 
                                         {"reason", w.message}});
     }
     for (const TuResult* r : plan.failed) failed.push_back(r->file);
-    llvm::json::Object report{{"files_scanned", static_cast<int64_t>(plan.files_scanned)},
-                              {"files_changed", static_cast<int64_t>(plan.updated.size())},
-                              {"migrated", std::move(migrated)},
-                              {"left", std::move(left)},
-                              {"failed", std::move(failed)}};
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
-    os.flush();
-    out << text;
-    return true;
+    llvm::json::Array unwritten;
+    for (const std::string& file : plan.unwritten) unwritten.push_back(file);
+    llvm::json::Object report{
+        {"files_scanned", static_cast<int64_t>(plan.files_scanned)},
+        {"files_changed", static_cast<int64_t>(plan.updated.size() - plan.unwritten.size())},
+        {"migrated", std::move(migrated)},
+        {"left", std::move(left)},
+        {"failed", std::move(failed)},
+        {"unwritten", std::move(unwritten)}};
+    out << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  } else {
+    std::ostringstream summary;
+    write_summary(plan, summary);
+    out << "# spmd-migrate report\n\n" << summary.str();
+    out << "\n## Sites left for a human\n\n| location | rule | reason |\n|---|---|---|\n";
+    for (const Warning& w : plan.warnings) {
+      out << "| " << location_string(w.where) << " | " << w.rule << " | " << w.message << " |\n";
+    }
+    out << "\n## Sites migrated\n\n| location | rule |\n|---|---|\n";
+    for (const Migrated& m : plan.migrated) {
+      if (!counted(plan, m)) continue;
+      out << "| " << location_string(m.where) << " | " << m.rule << " |\n";
+    }
   }
-  out << "# spmd-migrate report\n\n";
-  write_summary(plan, out);
-  out << "\n## Sites left for a human\n\n| location | rule | reason |\n|---|---|---|\n";
-  for (const Warning& w : plan.warnings) {
-    out << "| " << location_string(w.where) << " | " << w.rule << " | " << w.message << " |\n";
-  }
-  out << "\n## Sites migrated\n\n| location | rule |\n|---|---|\n";
-  for (const Migrated& m : plan.migrated) {
-    out << "| " << location_string(m.where) << " | " << m.rule << " |\n";
-  }
-  return true;
+  out.flush();
+  std::string error = write_file(path, text);
+  if (!error.empty()) err << "spmd-migrate: error: --report: " << error << "\n";
+  return error.empty();
 }
 
 }  // namespace spmd::migrate

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,21 @@ struct Plan {
   std::set<Migrated> migrated;
   std::vector<const TuResult*> failed;
   size_t files_scanned = 0;
+  bool written = false;             // write_in_place ran
+  std::set<std::string> unwritten;  // updated files it could not write (left unchanged)
+  std::set<std::string> unedited;   // files whose edits could not be applied (in errors)
 };
 
 Plan make_plan(const std::vector<TuResult>& results);
 
-// Writes every updated file (each through a temporary file and a rename). Returns false on error.
-bool write_in_place(const Plan& plan, std::ostream& err);
-// A unified diff of every updated file.
+// Writes every updated file safely (file_io.h); a file that cannot be written is left unchanged,
+// reported on `err` and recorded in plan.unwritten. Returns whether every file was written.
+bool write_in_place(Plan& plan, std::ostream& err);
+// A unified diff of every updated file, made in-process (unified_diff.h).
 void write_diff(const Plan& plan, std::ostream& out);
-// clang-apply-replacements YAML: applying it gives the same bytes as write_in_place.
-void write_fixes_yaml(const Plan& plan, std::ostream& out);
+// Writes clang-apply-replacements YAML to `path` (applying it gives the same bytes as
+// write_in_place); false, with the reason on `err`, when the file cannot be written.
+bool write_fixes_yaml(const Plan& plan, const std::string& path, std::ostream& err);
 // Clang-style diagnostics for the sites left, and the TUs that failed.
 void write_diagnostics(const Plan& plan, std::ostream& err);
 // The summary table: files, sites migrated and left, per rule.

@@ -30,12 +30,23 @@ class Sink {
   static std::optional<Edit> edit(const clang::SourceManager& sm, const clang::LangOptions& lang,
                                   clang::CharSourceRange range, const std::string& text);
   void record(const Edit& edit) { result_.edits.insert(edit); }
+  // The source text of `range` with the edits recorded so far inside it applied, each added to
+  // `applied`: code that a rule copies into its own edit (the pmap rule copies the mapped
+  // function) keeps the other rules' edits of it. Nullopt when the range has no single file range.
+  std::optional<std::string> edited_text(const clang::SourceManager& sm,
+                                         const clang::LangOptions& lang,
+                                         clang::CharSourceRange range,
+                                         std::set<Edit>& applied) const;
   // Adds `#include <header>` to the file that contains `in_file`, unless present.
   void add_include(const clang::SourceManager& sm, clang::SourceLocation in_file,
                    const std::string& header);
   void migrated(const clang::SourceManager& sm, clang::SourceLocation at, const std::string& rule);
   void warn(const clang::SourceManager& sm, clang::SourceLocation at, const std::string& rule,
             const std::string& message);
+  // The outcome of the pmap site at `at`, created empty (where and source line filled).
+  SiteOutcome& site(const clang::SourceManager& sm, clang::SourceLocation at);
+  // The call graph facts of this translation unit's functions, by key.
+  std::map<std::string, FunctionFacts>& functions() { return result_.functions; }
 
  private:
   TuResult& result_;
@@ -50,6 +61,9 @@ class EditBatch {
   EditBatch& insert(clang::SourceLocation at, const std::string& text);
   // Records every edit when all of them map to file ranges; returns whether it did.
   bool commit();
+  // Adds every edit to `out` (instead of recording it) when all of them map to file ranges;
+  // returns whether it did.
+  bool commit_to(std::set<Edit>& out) const;
 
  private:
   Sink& sink_;
@@ -77,6 +91,12 @@ class Rule : public clang::ast_matchers::MatchFinder::MatchCallback {
   std::string name_;
   Sink& sink_;
 };
+
+// The place `at` is written (its file location: a macro argument's spelling, a macro body's
+// expansion), with the file's canonical absolute path.
+Location location_of(const clang::SourceManager& sm, clang::SourceLocation at);
+// The line of source `at` is written on, without its line end.
+std::string source_line(const clang::SourceManager& sm, clang::SourceLocation at);
 
 // Every rule, in the order they run (rules/registry.cc).
 std::vector<std::unique_ptr<Rule>> make_rules(Sink& sink);

@@ -12,6 +12,7 @@
 #include "array_impl.h"
 #include "backend/registry.h"
 #include "backend/transfer.h"
+#include "checks.h"
 #include "exec/call_context.h"
 #include "exec/processes.h"
 #include "layout.h"
@@ -68,7 +69,13 @@ Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer
 }
 
 Array empty_array(DType dtype, const Shape& shape, const Device& device) {
-  auto buffer = std::make_shared<Buffer>(device, shape_size(shape) * itemsize(dtype));
+  const int64_t bytes = checked_bytes(shape, dtype, "");
+  std::shared_ptr<Buffer> buffer;
+  try {
+    buffer = std::make_shared<Buffer>(device, static_cast<size_t>(bytes));
+  } catch (const ResourceExhausted& e) {
+    throw ResourceExhausted(fmt::format("{} (an array of {})", e.what(), long_type(dtype, shape)));
+  }
   return array_from_buffer(dtype, shape, std::move(buffer), 0);
 }
 
@@ -78,9 +85,11 @@ Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding
       std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(sharding), std::move(shards)));
 }
 
-std::string long_type(const Array& a) {
-  return fmt::format("{}[{}]", dtype_name(a.dtype()), fmt::join(a.shape(), ","));
+std::string long_type(DType dtype, const Shape& shape) {
+  return fmt::format("{}[{}]", dtype_name(dtype), fmt::join(shape, ","));
 }
+
+std::string long_type(const Array& a) { return long_type(a.dtype(), a.shape()); }
 
 const ShardData& single_shard(const Array& a) {
   const ArrayImpl& impl = ArrayAccess::impl(a);
@@ -246,10 +255,12 @@ Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, 
 void check_donation(const std::vector<int>& argnums, std::span<const int> positions) {
   for (int argnum : argnums) {
     if (std::find(positions.begin(), positions.end(), argnum) == positions.end()) {
+      std::vector<int> mapped(positions.begin(), positions.end());
+      mapped.erase(std::unique(mapped.begin(), mapped.end()), mapped.end());
       throw ValueError(fmt::format(
           "donate_argnums contains {}, which is not the position of an Array argument of this "
           "call (Array arguments are at positions {}); only Arrays can be donated.",
-          argnum, fmt::join(positions, ", ")));
+          argnum, fmt::join(mapped, ", ")));
     }
   }
 }
@@ -257,8 +268,10 @@ void check_donation(const std::vector<int>& argnums, std::span<const int> positi
 void donate(const std::vector<int>& argnums, const std::vector<Array>& args,
             std::span<const int> positions) {
   for (int argnum : argnums) {
-    size_t i = std::find(positions.begin(), positions.end(), argnum) - positions.begin();
-    if (!args[i].is_deleted()) delete_array(args[i]);
+    // Every leaf of the argument: the Array, or each element of a container.
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (positions[i] == argnum && !args[i].is_deleted()) delete_array(args[i]);
+    }
   }
 }
 
@@ -268,15 +281,11 @@ void delete_array(const Array& a) {
 }
 
 Array make_host_array(DType dtype, const void* data, Shape shape, size_t count) {
-  for (int64_t extent : shape) {
-    if (extent < 0) {
-      throw ValueError(fmt::format("negative dimension in shape {}", shape_tuple_string(shape)));
-    }
-  }
-  if (static_cast<int64_t>(count) != shape_size(shape)) {
+  const int64_t size = checked_size(shape, "Array::from_vector");
+  if (count != static_cast<uint64_t>(size)) {
     throw ValueError(
         fmt::format("Array::from_vector got {} values for shape {}, which holds {} elements", count,
-                    shape_tuple_string(shape), shape_size(shape)));
+                    shape_tuple_string(shape), size));
   }
   Device device = current_device();
   Array out = empty_array(dtype, shape, device);
@@ -433,6 +442,7 @@ Array device_put(const Array& x, const NamedSharding& sharding) {
 }
 
 Array device_put(const Array& x, const Device& device) {
+  internal::check_device(device, "device_put's device");
   if (internal::is_local(x, device) && internal::single_shard(x).device == device) return x;
   return internal::read_region(x, internal::full_index(x.shape()), device);
 }

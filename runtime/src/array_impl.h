@@ -57,7 +57,8 @@ inline Array with_vma(Array a, uint64_t vma) {
 Device current_device();
 Device default_device();
 
-// A new dense array on `device` with unspecified contents.
+// A new dense array on `device` with unspecified contents. ValueError for a bad shape,
+// ResourceExhausted when the device has no memory for it.
 Array empty_array(DType dtype, const Shape& shape, const Device& device);
 // A new dense array on the current device.
 inline Array empty_array(DType dtype, const Shape& shape) {
@@ -96,6 +97,7 @@ const Kernels& kernels();
 
 // JAX's long type form used by shard_map messages: "int32[6]", "float32[4,2]".
 std::string long_type(const Array& a);
+std::string long_type(DType dtype, const Shape& shape);
 
 // The shard of a single-device array.
 const ShardData& single_shard(const Array& a);

@@ -11,12 +11,18 @@
 #include <set>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "collectives_internal.h"
 #include "exec/call_context.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
 
 namespace spmd {
+
+AxisNames::AxisNames(const char* name) {
+  if (name == nullptr) throw TypeError("axis names must be strings, got a null const char*");
+  names_.emplace_back(name);
+}
 
 AxisNames::AxisNames(std::initializer_list<std::string_view> names) {
   for (std::string_view n : names) names_.emplace_back(n);
@@ -75,14 +81,6 @@ Bound bind(const AxisNames& names, const char* api) {
   return b;
 }
 
-int normalize(int axis, int ndim, const char* what) {
-  if (axis < -ndim || axis >= ndim) {
-    throw ValueError(
-        fmt::format("{} {} is out of bounds for array of dimension {}", what, axis, ndim));
-  }
-  return axis < 0 ? axis + ndim : axis;
-}
-
 std::string groups_str(const AxisIndexGroups& groups) {
   std::string out;
   for (const std::vector<int>& g : groups) {
@@ -99,6 +97,12 @@ void check_groups(const AxisIndexGroups& groups, int64_t size, bool equal_sizes,
   std::vector<int> seen(size, 0);
   bool cover = true;
   for (const std::vector<int>& g : groups) {
+    if (g.empty()) {
+      throw ValueError(fmt::format(
+          "axis_index_groups must not contain an empty group: {} got {}; list each position in "
+          "exactly one non-empty group.",
+          api, groups_str(groups)));
+    }
     for (int p : g) {
       if (p < 0 || p >= size) {
         cover = false;
@@ -271,8 +275,8 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
         "axis_index_groups: its result would not be invariant across groups");
   }
   internal::check_groups(options.axis_index_groups, b.size, true, "all_gather");
-  int axis = options.tiled ? internal::normalize(options.axis, x.ndim(), "all_gather axis")
-                           : internal::normalize(options.axis, x.ndim() + 1, "all_gather axis");
+  int axis = options.tiled ? internal::checked_axis(options.axis, x.ndim(), "all_gather axis")
+                           : internal::checked_axis(options.axis, x.ndim() + 1, "all_gather axis");
   Array in = internal::local(x);
   internal::OpSignature sig = internal::signature(CollectiveKind::kAllGather, in);
   sig.params[0] = axis;
@@ -283,7 +287,8 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
     internal::CollectiveScope scope(b, sig, options.axis_index_groups);
     Shape shape = in.shape();
     if (options.tiled) {
-      shape[axis] *= scope.group_size();
+      shape[axis] = internal::checked_size({shape[axis], scope.group_size()}, "all_gather",
+                                           "gathered dimension");
     } else {
       shape.insert(shape.begin() + axis, scope.group_size());
     }
@@ -303,7 +308,7 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
   Bound b = internal::bind(axes, "psum_scatter");
   internal::check_groups(options.axis_index_groups, b.size, true, "psum_scatter");
   int d =
-      internal::normalize(options.scatter_dimension, x.ndim(), "psum_scatter scatter_dimension");
+      internal::checked_axis(options.scatter_dimension, x.ndim(), "psum_scatter scatter_dimension");
   int64_t g = options.axis_index_groups.empty()
                   ? b.size
                   : static_cast<int64_t>(options.axis_index_groups[0].size());
@@ -392,9 +397,13 @@ Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> 
   std::vector<int> source(b.size, -1);
   std::set<int> sources;
   uint64_t h = 0x51ed27ull;
-  for (auto [s, d] : perm) {
-    int src = static_cast<int>(((s % b.size) + b.size) % b.size);
-    int dst = static_cast<int>(((d % b.size) + b.size) % b.size);
+  for (auto [src, dst] : perm) {
+    if (src < 0 || src >= b.size || dst < 0 || dst >= b.size) {
+      throw ValueError(fmt::format(
+          "ppermute perm indices must be in range [0, {}) for the axes {} (of total size {}), got "
+          "{} in perm {}.",
+          b.size, axes.str(), b.size, fmt::format("({}, {})", src, dst), given));
+    }
     if (!sources.insert(src).second || source[dst] >= 0) {
       throw ValueError(
           fmt::format("ppermute sources and destinations must be unique, got {}.", given));
@@ -409,11 +418,7 @@ Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> 
 Array pshuffle(const Array& x, AxisNames axes, std::vector<int> perm) {
   Bound b = internal::bind(axes, "pshuffle");
   check_mesh_order(b, axes, "pshuffle");
-  std::vector<int> sorted = perm;
-  std::sort(sorted.begin(), sorted.end());
-  bool valid = true;
-  for (size_t i = 0; i < sorted.size(); ++i) valid = valid && sorted[i] == static_cast<int>(i);
-  if (!valid) {
+  if (!internal::is_permutation(perm, static_cast<int64_t>(perm.size()))) {
     throw ValueError(
         fmt::format("`perm` does not represent a permutation: [{}]", fmt::join(perm, ", ")));
   }
@@ -454,8 +459,8 @@ Array all_to_all(const Array& x, AxisNames axes, int split_axis, int concat_axis
   }
   internal::check_groups(options.axis_index_groups, b.size, true, "all_to_all");
   int n = x.ndim();
-  int split = internal::normalize(split_axis, n, "all_to_all split_axis");
-  int concat = internal::normalize(concat_axis, n, "all_to_all concat_axis");
+  int split = internal::checked_axis(split_axis, n, "all_to_all split_axis");
+  int concat = internal::checked_axis(concat_axis, n, "all_to_all concat_axis");
   int64_t g = options.axis_index_groups.empty()
                   ? b.size
                   : static_cast<int64_t>(options.axis_index_groups[0].size());

@@ -54,6 +54,7 @@ std::string describe_mesh(const Mesh& mesh) {
   if (mesh.empty()) return "Mesh() (empty)\n";
   std::string out = fmt::format("{}, {} devices\n", mesh.str(), mesh.size());
   int n = mesh.ndim();
+  if (n == 0) return out + "  " + mesh.devices()[0].str() + "\n";  // no axes: one device
   int lead = std::max(0, n - 2);
   int64_t grid = mesh.size();
   int64_t count = 1;

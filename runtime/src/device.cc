@@ -3,11 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
 #include "backend/registry.h"
+#include "checks.h"
 #include "exec/futex.h"
 #include "exec/processes.h"
 #include "settings.h"
@@ -17,34 +20,45 @@ namespace spmd {
 namespace internal {
 namespace {
 
-double env_number(const char* name, double fallback, bool integer) {
+// The value of environment variable `name`, or nullopt when it is unset or empty. ValueError for
+// text that is not a number.
+std::optional<double> env_number(const char* name) {
   const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
+  if (text == nullptr || *text == '\0') return std::nullopt;
   char* end = nullptr;
   double value = std::strtod(text, &end);
-  if (*end != '\0' || !(value > 0) || (integer && value != static_cast<int>(value))) {
-    throw ValueError(fmt::format("environment variable {} must be a positive {}, got '{}'", name,
-                                 integer ? "integer" : "number", text));
+  if (*end != '\0') {
+    throw ValueError(fmt::format("environment variable {} must be a number, got '{}'", name, text));
   }
   return value;
 }
 
+int checked_cpu_devices(double count, const char* what) {
+  if (!(count >= 1 && count <= kMaxCpuDevices) || count != std::floor(count)) {
+    throw ValueError(
+        fmt::format("{} must be a whole number from 1 to {} (one host thread per device), got {:g}",
+                    what, kMaxCpuDevices, count));
+  }
+  return static_cast<int>(count);
+}
+
 Settings requested(const InitOptions& options) {
   Settings s;
-  s.cpu_devices = options.cpu_devices.value_or(
-      static_cast<int>(env_number("SPMD_CPU_DEVICES", available_cores(), /*integer=*/true)));
-  s.timeout_s = options.collective_timeout_s.value_or(
-      env_number("SPMD_COLLECTIVE_TIMEOUT_S", 300, /*integer=*/false));
+  if (options.cpu_devices) {
+    s.cpu_devices = checked_cpu_devices(*options.cpu_devices, "InitOptions::cpu_devices");
+  } else if (std::optional<double> env = env_number("SPMD_CPU_DEVICES")) {
+    s.cpu_devices = checked_cpu_devices(*env, "environment variable SPMD_CPU_DEVICES");
+  } else {
+    s.cpu_devices = std::min(available_cores(), kMaxCpuDevices);
+  }
+  if (options.collective_timeout_s) {
+    s.timeout_s =
+        checked_timeout(*options.collective_timeout_s, "InitOptions::collective_timeout_s");
+  } else if (std::optional<double> env = env_number("SPMD_COLLECTIVE_TIMEOUT_S")) {
+    s.timeout_s = checked_timeout(*env, "environment variable SPMD_COLLECTIVE_TIMEOUT_S");
+  }
   const char* platforms = std::getenv("SPMD_PLATFORMS");
   s.platforms = options.platforms.value_or(platforms != nullptr ? platforms : "");
-  if (s.cpu_devices <= 0) {
-    throw ValueError(
-        fmt::format("InitOptions::cpu_devices must be positive, got {}", s.cpu_devices));
-  }
-  if (!(s.timeout_s > 0)) {
-    throw ValueError(
-        fmt::format("InitOptions::collective_timeout_s must be positive, got {}", s.timeout_s));
-  }
   return s;
 }
 

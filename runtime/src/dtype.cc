@@ -4,6 +4,7 @@
 #include <bit>
 #include <iterator>
 
+#include "checks.h"
 #include "spmd/errors.h"
 
 namespace spmd {
@@ -141,11 +142,7 @@ DType promote_with_scalar(DType array_dtype, bool scalar_is_float) {
   return array_dtype == DType::kBool ? DType::kInt32 : array_dtype;
 }
 
-int64_t shape_size(const Shape& shape) {
-  int64_t size = 1;
-  for (const int64_t extent : shape) size *= extent;
-  return size;
-}
+int64_t shape_size(const Shape& shape) { return internal::checked_size(shape, "", "shape"); }
 
 std::string shape_tuple_string(const Shape& shape) {
   std::string out = "(";

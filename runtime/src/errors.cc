@@ -3,10 +3,10 @@
 
 namespace spmd {
 
-void Error::set_device(int device_id, const std::string& device_str) {
+void Error::set_device(const Device& device) {
   if (device_) return;
-  device_ = device_id;
-  message_ = "[on " + device_str + "] " + message_;
+  device_ = device;
+  message_ = "[on " + device.str() + "] " + message_;
 }
 
 }  // namespace spmd

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "checks.h"
 #include "spmd/errors.h"
 
 namespace spmd {
@@ -23,6 +24,25 @@ std::string quoted_names(const std::vector<std::string>& names) {
     out += fmt::format("{}'{}'", i ? ", " : "", names[i]);
   }
   return out + (names.size() == 1 ? ",)" : ")");
+}
+
+// The number of devices a mesh of `sizes` holds; ValueError unless every size is positive and the
+// product fits in int64.
+int64_t device_count_of(const Shape& sizes, const char* api) {
+  for (int64_t s : sizes) {
+    if (s <= 0) {
+      throw ValueError(
+          fmt::format("{} axis sizes must be positive, got {}", api, shape_tuple_string(sizes)));
+    }
+  }
+  int64_t n = 0;
+  if (!internal::checked_product(sizes, n)) {
+    throw ValueError(fmt::format(
+        "{} axis sizes {} multiply to more devices than fit in int64; a mesh holds one device per "
+        "element of the product.",
+        api, shape_tuple_string(sizes)));
+  }
+  return n;
 }
 
 }  // namespace
@@ -44,24 +64,12 @@ Mesh::Mesh(std::vector<Device> devices, Shape axis_sizes, std::vector<std::strin
                                    name, quoted_names(axis_names)));
     }
   }
-  int64_t n = 1;
-  for (int64_t s : axis_sizes) {
-    if (s <= 0) {
-      throw ValueError(
-          fmt::format("Mesh axis sizes must be positive, got {}", shape_tuple_string(axis_sizes)));
-    }
-    n *= s;
-  }
+  const int64_t n = device_count_of(axis_sizes, "Mesh");
   if (static_cast<int64_t>(devices.size()) != n) {
     throw ValueError(fmt::format("Mesh of shape {} needs {} devices, but {} were given",
                                  shape_tuple_string(axis_sizes), n, devices.size()));
   }
-  std::set<int> ids;
-  for (const Device& d : devices) {
-    if (!ids.insert(d.id).second) {
-      throw ValueError(fmt::format("Mesh devices must be distinct, but {} appears twice", d.str()));
-    }
-  }
+  internal::check_devices(devices, "Mesh devices");
   impl_ = std::make_shared<const Impl>(
       Impl{std::move(devices), std::move(axis_sizes), std::move(axis_names)});
 }
@@ -95,6 +103,10 @@ int64_t Mesh::axis_size(std::string_view name) const {
 }
 
 std::vector<int64_t> Mesh::coords(int64_t linear) const {
+  if (linear < 0 || linear >= size()) {
+    throw IndexError(fmt::format("Mesh::coords: position {} is out of range for {} of {} devices",
+                                 linear, str(), size()));
+  }
   std::vector<int64_t> c(ndim());
   for (int i = ndim() - 1; i >= 0; --i) {
     c[i] = linear % impl_->sizes[i];
@@ -104,6 +116,12 @@ std::vector<int64_t> Mesh::coords(int64_t linear) const {
 }
 
 int64_t Mesh::linear_index(const std::vector<int64_t>& coords) const {
+  bool valid = static_cast<int>(coords.size()) == ndim();
+  for (int i = 0; valid && i < ndim(); ++i) valid = coords[i] >= 0 && coords[i] < impl_->sizes[i];
+  if (!valid) {
+    throw IndexError(fmt::format("Mesh::linear_index: coordinates {} are not a position of {}",
+                                 shape_tuple_string(coords), str()));
+  }
   int64_t linear = 0;
   for (int i = 0; i < ndim(); ++i) linear = linear * impl_->sizes[i] + coords[i];
   return linear;
@@ -136,15 +154,14 @@ bool Mesh::operator==(const Mesh& other) const {
 Mesh make_mesh(Shape axis_sizes, std::vector<std::string> axis_names,
                std::optional<std::vector<Device>> devices) {
   std::vector<Device> pool = devices ? std::move(*devices) : spmd::devices();
-  int64_t n = 1;
-  for (int64_t s : axis_sizes) n *= s;
+  const int64_t n = device_count_of(axis_sizes, "make_mesh");
   if (static_cast<int64_t>(pool.size()) < n) {
     throw ValueError(fmt::format(
         "Number of devices {} must be >= the product of mesh_shape {}. Start the program with "
         "more devices (spmd::initialize({{.cpu_devices = {}}}) or SPMD_CPU_DEVICES={}).",
         pool.size(), shape_tuple_string(axis_sizes), n, n));
   }
-  pool.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  pool.resize(static_cast<size_t>(n));
   return Mesh(std::move(pool), std::move(axis_sizes), std::move(axis_names));
 }
 

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "spmd/errors.h"
 
 namespace spmd {
@@ -24,12 +25,9 @@ using internal::mut_view;
 using internal::vma_of;
 using internal::with_vma;
 
-int normalize_axis(int axis, int ndim) {
-  if (axis < -ndim || axis >= ndim) {
-    throw ValueError(fmt::format("axis {} is out of bounds for array of dimension {}", axis, ndim));
-  }
-  return axis < 0 ? axis + ndim : axis;
-}
+using internal::checked_axis;
+using internal::checked_bytes;
+using internal::checked_size;
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   Shape out(std::max(a.size(), b.size()));
@@ -90,7 +88,7 @@ std::vector<int> normalize_axes(const Axes& axes, int ndim) {
     return out;
   }
   for (int a : *axes.get()) {
-    int n = normalize_axis(a, ndim);
+    int n = checked_axis(a, ndim);
     if (std::find(out.begin(), out.end(), n) != out.end()) {
       throw ValueError(fmt::format("duplicate value in 'axis': {}", a));
     }
@@ -162,6 +160,7 @@ Array strided_copy(const Array& x, const Shape& shape, const std::vector<int64_t
 
 Array arange(int64_t n, DType dtype) {
   if (n < 0) n = 0;
+  checked_bytes({n}, dtype, "arange", "size");
   Array out = empty_array(dtype, {n});
   kernels().iota(mut_view(out));
   return out;
@@ -169,19 +168,41 @@ Array arange(int64_t n, DType dtype) {
 
 Array arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
   if (step == 0) throw ValueError("arange: step must not be zero");
-  int64_t n = std::max<int64_t>(0, (stop - start + step + (step > 0 ? -1 : 1)) / step);
-  std::vector<int64_t> values(n);
-  for (int64_t i = 0; i < n; ++i) values[i] = start + i * step;
-  return Array::from_vector(values).astype(dtype);
+  // ceil((stop - start) / step) in unsigned arithmetic: the span of two int64 may not fit in one.
+  const bool up = step > 0;
+  const uint64_t span = up ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                           : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+  const uint64_t stride = up ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const bool empty = up ? stop <= start : stop >= start;
+  const uint64_t count = empty ? 0 : (span - 1) / stride + 1;
+  if (count > static_cast<uint64_t>(INT64_MAX)) {
+    throw ValueError(
+        fmt::format("array is too big: arange({}, {}, {}) has {} elements, more than fit in int64",
+                    start, stop, step, count));
+  }
+  const int64_t n = static_cast<int64_t>(count);
+  checked_bytes({n}, dtype, "arange", "size");
+  // start + i * step in int64 kernels, which wrap: every value lies between start and stop, so the
+  // wrapped result is exact even where i * step alone overflows.
+  Array values = add(multiply(arange(n, DType::kInt64), Array::scalar<int64_t>(step)),
+                     Array::scalar<int64_t>(start));
+  return values.astype(dtype);
 }
 
-Array full(Shape shape, double value, DType dtype) {
+namespace {
+
+Array filled(const char* api, const Shape& shape, double value, DType dtype) {
+  checked_bytes(shape, dtype, api);
   Array out = empty_array(dtype, shape);
   kernels().fill(mut_view(out), value);
   return out;
 }
-Array zeros(Shape shape, DType dtype) { return full(std::move(shape), 0, dtype); }
-Array ones(Shape shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+
+}  // namespace
+
+Array full(Shape shape, double value, DType dtype) { return filled("full", shape, value, dtype); }
+Array zeros(Shape shape, DType dtype) { return filled("zeros", shape, 0, dtype); }
+Array ones(Shape shape, DType dtype) { return filled("ones", shape, 1, dtype); }
 Array zeros_like(const Array& x) { return zeros(x.shape(), x.dtype()); }
 Array ones_like(const Array& x) { return ones(x.shape(), x.dtype()); }
 Array full_like(const Array& x, double value) { return full(x.shape(), value, x.dtype()); }
@@ -312,8 +333,9 @@ Array prod(const Array& x, Axes axes, bool keepdims) {
 
 Array mean(const Array& x, Axes axes, bool keepdims) {
   std::vector<int> ax = normalize_axes(axes, x.ndim());
-  int64_t count = 1;
-  for (int d : ax) count *= x.shape()[d];
+  Shape reduced;
+  for (int d : ax) reduced.push_back(x.shape()[d]);
+  const int64_t count = checked_size(reduced, "mean", "reduced shape");
   // Like jnp.mean, half floats are summed in float32 and rounded once at the end.
   DType result = inexact(x.dtype());
   DType acc = (result == DType::kFloat16 || result == DType::kBFloat16) ? DType::kFloat32 : result;
@@ -353,7 +375,7 @@ static Array arg_reduce(internal::ReduceOp op, const char* name, const Array& x,
     Array out = reduce(op, flat, {0}, false, DType::kInt32);
     return keepdims ? reshape(out, Shape(x.ndim(), 1)) : out;
   }
-  std::vector<int> ax{normalize_axis(*axis, x.ndim())};
+  std::vector<int> ax{checked_axis(*axis, x.ndim())};
   if (x.shape()[ax[0]] == 0) {
     throw ValueError(fmt::format("attempt to get {} of an empty sequence", name));
   }
@@ -426,21 +448,24 @@ Array dot(const Array& a, const Array& b) {
 // ---- shape manipulation ----
 
 Array reshape(const Array& x, Shape shape) {
-  int64_t known = 1, infer = -1;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == -1 && infer < 0) {
-      infer = static_cast<int64_t>(d);
-    } else {
-      known *= shape[d];
+  const Shape given = shape;
+  auto cannot = [&] {
+    return ValueError(fmt::format("cannot reshape array of shape {} (size {}) into shape {}",
+                                  shape_tuple_string(x.shape()), x.size(),
+                                  shape_tuple_string(given)));
+  };
+  const auto unknown = std::find(shape.begin(), shape.end(), -1);
+  if (unknown != shape.end()) {
+    if (std::find(unknown + 1, shape.end(), -1) != shape.end()) {
+      throw ValueError(fmt::format("can only specify one unknown dimension (-1), got shape {}",
+                                   shape_tuple_string(given)));
     }
+    *unknown = 1;
+    const int64_t known = checked_size(shape, "reshape", "new shape");
+    if (known == 0 || x.size() % known != 0) throw cannot();
+    *unknown = x.size() / known;
   }
-  if (infer >= 0 && known > 0 && x.size() % known == 0) shape[infer] = x.size() / known;
-  if (shape_size(shape) != x.size() ||
-      std::any_of(shape.begin(), shape.end(), [](int64_t e) { return e < 0; })) {
-    throw ValueError(fmt::format("cannot reshape array of shape {} (size {}) into shape {}",
-                                 shape_tuple_string(x.shape()), x.size(),
-                                 shape_tuple_string(shape)));
-  }
+  if (checked_size(shape, "reshape", "new shape") != x.size()) throw cannot();
   Array in = local(x);
   const internal::ShardData& s = internal::single_shard(in);
   return with_vma(internal::array_from_buffer(x.dtype(), std::move(shape), s.buffer, s.offset),
@@ -453,17 +478,10 @@ Array transpose(const Array& x, std::vector<int> perm) {
     for (int d = n - 1; d >= 0; --d) perm.push_back(d);
   }
   const Shape given(perm.begin(), perm.end());  // for the message, before normalisation
-  std::vector<int> seen(n, 0);
-  bool valid = static_cast<int>(perm.size()) == n;
   for (int& p : perm) {
-    if (!valid || p < -n || p >= n) {
-      valid = false;
-      break;
-    }
-    p = p < 0 ? p + n : p;
-    valid = seen[p]++ == 0;
+    if (p < 0 && p >= -n) p += n;  // negative entries count from the end
   }
-  if (!valid) {
+  if (!internal::is_permutation(perm, n)) {
     throw ValueError(
         fmt::format("transpose permutation isn't a permutation of operand dimensions, "
                     "got permutation {} for operand shape {}",
@@ -486,12 +504,12 @@ Array transpose(const Array& x, std::vector<int> perm) {
 Array swapaxes(const Array& x, int a, int b) {
   std::vector<int> perm(x.ndim());
   std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[normalize_axis(a, x.ndim())], perm[normalize_axis(b, x.ndim())]);
+  std::swap(perm[checked_axis(a, x.ndim())], perm[checked_axis(b, x.ndim())]);
   return transpose(x, perm);
 }
 
 Array moveaxis(const Array& x, int source, int destination) {
-  int s = normalize_axis(source, x.ndim()), d = normalize_axis(destination, x.ndim());
+  int s = checked_axis(source, x.ndim()), d = checked_axis(destination, x.ndim());
   std::vector<int> perm;
   for (int i = 0; i < x.ndim(); ++i) {
     if (i != s) perm.push_back(i);
@@ -509,6 +527,7 @@ Array astype(const Array& x, DType dtype) {
 }
 
 Array broadcast_to(const Array& x, Shape shape) {
+  checked_bytes(shape, x.dtype(), "broadcast_to");
   if (broadcast_shapes(x.shape(), shape) != shape) {
     throw ValueError(fmt::format("Incompatible shapes for broadcasting: {} and requested shape {}",
                                  shape_tuple_string(x.shape()), shape_tuple_string(shape)));
@@ -523,7 +542,7 @@ Array concatenate(const std::vector<Array>& xs, int axis) {
   if (xs.empty()) throw ValueError("Need at least one array to concatenate.");
   int n = xs[0].ndim();
   if (n == 0) throw ValueError("Zero-dimensional arrays cannot be concatenated.");
-  int ax = normalize_axis(axis, n);
+  int ax = checked_axis(axis, n);
   Shape shape = xs[0].shape();
   shape[ax] = 0;
   DType dt = xs[0].dtype();
@@ -538,7 +557,11 @@ Array concatenate(const std::vector<Array>& xs, int axis) {
           "being concatenated: concatenating along dimension {} for shapes {} and {}.",
           ax, shape_tuple_string(xs[0].shape()), shape_tuple_string(s)));
     }
-    shape[ax] += s[ax];
+    if (__builtin_add_overflow(shape[ax], s[ax], &shape[ax])) {
+      throw ValueError(fmt::format(
+          "array is too big: concatenating along dimension {} gives more than 2^63 - 1 entries",
+          ax));
+    }
     dt = promote_types(dt, x.dtype());
     vma |= vma_of(x);
   }
@@ -565,7 +588,7 @@ Array stack(const std::vector<Array>& xs, int axis) {
                                    shape_tuple_string(x.shape())));
     }
   }
-  int ax = normalize_axis(axis, xs[0].ndim() + 1);
+  int ax = checked_axis(axis, xs[0].ndim() + 1);
   std::vector<Array> expanded;
   for (const Array& x : xs) expanded.push_back(expand_dims(x, ax));
   return concatenate(expanded, ax);
@@ -574,7 +597,7 @@ Array stack(const std::vector<Array>& xs, int axis) {
 Array squeeze(const Array& x, std::optional<std::vector<int>> axes) {
   std::vector<int> ax;
   if (axes) {
-    for (int a : *axes) ax.push_back(normalize_axis(a, x.ndim()));
+    for (int a : *axes) ax.push_back(checked_axis(a, x.ndim()));
     for (int a : ax) {
       if (x.shape()[a] != 1) {
         Shape dims(ax.begin(), ax.end());  // printed like lax.squeeze: a sorted Python tuple
@@ -600,7 +623,7 @@ Array squeeze(const Array& x, std::optional<std::vector<int>> axes) {
 Array squeeze(const Array& x, int axis) { return squeeze(x, std::vector<int>{axis}); }
 
 Array expand_dims(const Array& x, int axis) {
-  int ax = normalize_axis(axis, x.ndim() + 1);
+  int ax = checked_axis(axis, x.ndim() + 1);
   Shape shape = x.shape();
   shape.insert(shape.begin() + ax, 1);
   return reshape(x, shape);
@@ -628,17 +651,19 @@ Array slice(const Array& x, const std::vector<int64_t>& start, const std::vector
       return std::clamp<int64_t>(v, -1, size - 1);
     };
     int64_t b = clamp(start[d]), e = clamp(stop[d]);
-    int64_t len = st > 0 ? std::max<int64_t>(0, (e - b + st - 1) / st)
-                         : std::max<int64_t>(0, (b - e - st - 1) / -st);
+    // ceil(|e - b| / |st|) without overflow: b and e lie in [-1, size], st may be any int64.
+    const int64_t span = st > 0 ? e - b : b - e;
+    const uint64_t stride = st > 0 ? static_cast<uint64_t>(st) : 0 - static_cast<uint64_t>(st);
+    const int64_t len = span <= 0 ? 0 : static_cast<int64_t>((span - 1) / stride + 1);
     begin[d] = b;
-    steps[d] = st;
+    steps[d] = len > 1 ? st : 1;  // a step past the end never multiplies a stride
     shape[d] = len;
   }
   return strided_copy(x, shape, begin, steps);
 }
 
 Array take(const Array& x, int64_t index, int axis) {
-  int ax = normalize_axis(axis, x.ndim());
+  int ax = checked_axis(axis, x.ndim());
   int64_t size = x.shape()[ax];
   if (index < -size || index >= size) {
     throw IndexError(

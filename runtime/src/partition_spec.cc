@@ -3,7 +3,18 @@
 
 #include <fmt/format.h>
 
+#include "spmd/errors.h"
+
 namespace spmd {
+
+PartitionSpec::Entry::Entry(const char* name) {
+  if (name == nullptr) {
+    throw TypeError(
+        "PartitionSpec entries must be None, an axis name or a tuple of axis names, got a null "
+        "const char*; write spmd::None for a dimension that is not split.");
+  }
+  names_.emplace_back(name);
+}
 
 PartitionSpec::Entry::Entry(std::initializer_list<std::string_view> names) {
   for (std::string_view n : names) names_.emplace_back(n);

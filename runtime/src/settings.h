@@ -6,6 +6,9 @@
 
 namespace spmd::internal {
 
+// The most CPU devices a process may have: each is a host thread.
+inline constexpr int kMaxCpuDevices = 4096;
+
 struct Settings {
   int cpu_devices = 0;     // InitOptions::cpu_devices, SPMD_CPU_DEVICES or the cores
   double timeout_s = 300;  // InitOptions::collective_timeout_s or SPMD_COLLECTIVE_TIMEOUT_S

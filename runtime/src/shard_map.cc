@@ -10,18 +10,25 @@
 #include <memory>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "exec/launch.h"
 #include "layout.h"
 #include "spmd/errors.h"
 
 namespace spmd {
 
-std::string Specs::str() const {
-  if (single_) return specs_[0].str();
+namespace {
+template <class T>
+std::string list_str(const std::vector<T>& items) {
   std::string out = "[";
-  for (size_t i = 0; i < specs_.size(); ++i) out += (i ? ", " : "") + specs_[i].str();
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i].str();
   return out + "]";
 }
+}  // namespace
+
+std::string SpecEntry::str() const { return per_element_ ? list_str(specs_) : specs_[0].str(); }
+
+std::string Specs::str() const { return single_ ? entries_[0].str() : list_str(entries_); }
 
 namespace internal {
 namespace {
@@ -39,23 +46,93 @@ std::string axes_set(const Mesh& mesh, uint64_t mask) {
   return "{" + out + "}";
 }
 
+// One leaf's spec and where it was given ("in_specs", "in_specs[1]", "in_specs[1][0]").
+struct LeafSpec {
+  PartitionSpec spec;
+  std::string path;
+};
+
+std::string prefix_error(const char* what, size_t given, size_t wanted, const char* kind) {
+  return fmt::format(
+      "pytree structure error: different lengths of tuple at key path\n    shard_map {}\nAt "
+      "that key path, the prefix pytree shard_map {} has a subtree of type list of length {}, "
+      "but the full pytree has a subtree of the same type but of length {} (the {}). Give one "
+      "entry per {}, or a single PartitionSpec for all of them.",
+      what, what, given, wanted, kind, kind);
+}
+
+// The spec of each Array leaf of the call: one spec for all, one entry per mapped argument (a
+// PartitionSpec for all of a container's elements, or a list with one per element), or, for the
+// compat pmap, one spec per leaf.
+std::vector<LeafSpec> expand_in_specs(const ShardMapPlan& plan, const ArgLayout& layout) {
+  const Specs& specs = plan.in_specs;
+  const std::vector<SpecEntry>& entries = specs.entries();
+  std::vector<LeafSpec> out;
+  out.reserve(layout.leaf_count());
+  if (specs.is_single() || plan.in_specs_per_leaf) {
+    if (!specs.is_single() && entries.size() != layout.leaf_count()) {
+      throw ValueError(prefix_error("in_specs", entries.size(), layout.leaf_count(),
+                                    "Array arguments f was called with"));
+    }
+    for (size_t i = 0; i < layout.leaf_count(); ++i) {
+      out.push_back(specs.is_single()
+                        ? LeafSpec{entries[0].specs()[0], "in_specs"}
+                        : LeafSpec{entries[i].specs()[0], fmt::format("in_specs[{}]", i)});
+    }
+    return out;
+  }
+  if (entries.size() != layout.args().size()) {
+    throw ValueError(prefix_error("in_specs", entries.size(), layout.args().size(),
+                                  "Array, std::vector<Array> and std::tuple arguments f was "
+                                  "called with"));
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const SpecEntry& entry = entries[i];
+    const ArgLayout::Arg& arg = layout.args()[i];
+    if (!entry.per_element()) {
+      for (size_t k = 0; k < arg.count; ++k) {
+        out.push_back({entry.specs()[0], fmt::format("in_specs[{}]", i)});
+      }
+      continue;
+    }
+    if (!arg.container || entry.specs().size() != arg.count) {
+      throw ValueError(fmt::format(
+          "shard_map in_specs[{}] is {}, a list of {} PartitionSpecs, but args[{}] is {}. A list "
+          "gives one PartitionSpec per element of a std::vector<Array> or std::tuple argument; "
+          "give a single PartitionSpec to apply it to the whole argument.",
+          i, entry.str(), entry.specs().size(), arg.position,
+          arg.container ? fmt::format("a container of {} Arrays", arg.count) : "an Array"));
+    }
+    for (size_t k = 0; k < arg.count; ++k) {
+      out.push_back({entry.specs()[k], fmt::format("in_specs[{}][{}]", i, k)});
+    }
+  }
+  return out;
+}
+
 std::string spec_path(const char* what, const Specs& specs, size_t i) {
   return specs.is_single() ? what : fmt::format("{}[{}]", what, i);
 }
 
-// The spec of each leaf: one spec broadcast to all, or one per leaf.
-std::vector<PartitionSpec> expand_specs(const Specs& specs, size_t leaves, const char* what,
-                                        const char* leaf_kind) {
-  if (specs.is_single()) return std::vector<PartitionSpec>(leaves, specs.specs()[0]);
-  if (specs.specs().size() != leaves) {
-    throw ValueError(fmt::format(
-        "pytree structure error: different lengths of tuple at key path\n    shard_map {}\nAt "
-        "that key path, the prefix pytree shard_map {} has a subtree of type list of length {}, "
-        "but the full pytree has a subtree of the same type but of length {} (the {}). Give one "
-        "PartitionSpec per {}, or a single PartitionSpec for all of them.",
-        what, what, specs.specs().size(), leaves, leaf_kind, leaf_kind));
+// The spec of each output: one spec for all, or one per output.
+std::vector<PartitionSpec> expand_out_specs(const Specs& specs, size_t outputs) {
+  const std::vector<SpecEntry>& entries = specs.entries();
+  for (size_t j = 0; j < entries.size(); ++j) {
+    if (entries[j].per_element()) {
+      throw ValueError(fmt::format(
+          "shard_map out_specs[{}] is the list {}, but outputs are Arrays: give one "
+          "PartitionSpec per output (a std::vector<Array> or std::tuple result has one output "
+          "per element).",
+          j, entries[j].str()));
+    }
   }
-  return specs.specs();
+  if (specs.is_single()) return std::vector<PartitionSpec>(outputs, entries[0].specs()[0]);
+  if (entries.size() != outputs) {
+    throw ValueError(prefix_error("out_specs", entries.size(), outputs, "outputs f returns"));
+  }
+  std::vector<PartitionSpec> out;
+  for (const SpecEntry& entry : entries) out.push_back(entry.specs()[0]);
+  return out;
 }
 
 // Checks that a spec names only mesh axes that are manual in this call, each at most once.
@@ -107,24 +184,24 @@ uint64_t spec_mask(const Mesh& mesh, const PartitionSpec& spec) {
 }
 
 // Validates the inputs against their specs, collecting every divisibility failure like JAX.
-void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args,
-                  std::span<const int> positions, const std::vector<PartitionSpec>& specs) {
+void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args, const ArgLayout& layout,
+                  const std::vector<LeafSpec>& specs) {
   const Mesh& mesh = plan.mesh;
   const std::string& f = plan.fun_name;
   std::vector<std::string> failures;
   for (size_t i = 0; i < args.size(); ++i) {
-    const PartitionSpec& spec = specs[i];
-    std::string path = spec_path("in_specs", plan.in_specs, i);
+    const PartitionSpec& spec = specs[i].spec;
+    const std::string& path = specs[i].path;
     int rank = args[i].ndim();
     if (static_cast<int>(spec.size()) > rank) {
       throw ValueError(fmt::format(
           "shard_map applied to the function '{}' was given an in_specs entry which is too long "
           "to be compatible with the corresponding input value from the function:\n\n{} is {} "
-          "which has length {}, but the passed args[{}] has shape {}, which has rank {} (and {} "
+          "which has length {}, but the passed {} has shape {}, which has rank {} (and {} "
           "< {})\n\nEntries in in_specs must be of length no greater than the number of axes in "
           "the corresponding input value.\n\nEither revise the spec to be shorter, or modify '{}' "
           "so that its inputs have sufficient rank.{}",
-          f, path, spec.str(), spec.size(), positions[i], long_type(args[i]), rank, rank,
+          f, path, spec.str(), spec.size(), layout.leaf_name(i), long_type(args[i]), rank, rank,
           spec.size(), f,
           rank == 0 ? "\n\nFor scalar values (rank 0), consider using an in_specs entry of `P()`, "
                       "where `P = spmd::PartitionSpec`."
@@ -139,9 +216,9 @@ void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args,
                                ? fmt::format("mesh axes {} (of total size {})", spec[d].str(), m)
                                : fmt::format("mesh axis '{}' (of size {})", spec[d].names()[0], m);
       failures.push_back(fmt::format(
-          "* the passed args[{}] of shape {} corresponds to {} of value {}, which maps array "
+          "* the passed {} of shape {} corresponds to {} of value {}, which maps array "
           "axis {} (of size {}) to {}, but {} does not evenly divide {}",
-          positions[i], long_type(args[i]), path, spec.str(), d, size, target, m, size));
+          layout.leaf_name(i), long_type(args[i]), path, spec.str(), d, size, target, m, size));
     }
   }
   if (failures.empty()) return;
@@ -225,11 +302,13 @@ Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const Part
 // Checks out_specs' axis names, and their count when the output count is known (>= 0).
 void check_out_specs(const ShardMapPlan& plan, uint64_t manual, const Specs& out_specs,
                      int num_outputs) {
-  for (size_t j = 0; j < out_specs.specs().size(); ++j) {
-    check_spec_names(plan, manual, out_specs.specs()[j], spec_path("out_specs", out_specs, j),
-                     "out_specs");
+  const std::vector<SpecEntry>& entries = out_specs.entries();
+  for (size_t j = 0; j < entries.size(); ++j) {
+    for (const PartitionSpec& spec : entries[j].specs()) {
+      check_spec_names(plan, manual, spec, spec_path("out_specs", out_specs, j), "out_specs");
+    }
   }
-  if (num_outputs >= 0) expand_specs(out_specs, num_outputs, "out_specs", "outputs f returns");
+  if (num_outputs >= 0) expand_out_specs(out_specs, static_cast<size_t>(num_outputs));
 }
 
 std::string context_mesh_error(const Mesh& mesh) {
@@ -254,7 +333,7 @@ PartitionSpec axis_spec(std::optional<int> axis, const std::string& name) {
   return PartitionSpec(std::move(entries));
 }
 
-std::string callable_name(const std::type_info& type) {
+std::string type_name(const std::type_info& type) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(
       abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
@@ -264,9 +343,27 @@ std::string callable_name(const std::type_info& type) {
   return name;
 }
 
+std::string callable_name(const std::type_info& type, const char* file, int line) {
+  return fmt::format("{} at {}:{}", type_name(type), file, line);
+}
+
+void ArgLayout::add(int position, size_t count, bool container) {
+  args_.push_back({position, leaf_positions_.size(), count, container});
+  for (size_t k = 0; k < count; ++k) {
+    leaf_positions_.push_back(position);
+    leaf_args_.push_back(args_.size() - 1);
+    leaf_elements_.push_back(container ? static_cast<int>(k) : -1);
+  }
+}
+
+std::string ArgLayout::leaf_name(size_t leaf) const {
+  int element = leaf_elements_[leaf];
+  return element < 0 ? fmt::format("args[{}]", leaf_positions_[leaf])
+                     : fmt::format("args[{}][{}]", leaf_positions_[leaf], element);
+}
+
 std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
-                                 std::span<const int> arg_positions, BodyRef body,
-                                 int num_outputs) {
+                                 const ArgLayout& layout, BodyRef body, int num_outputs) {
   const Mesh& mesh = plan.mesh;
   if (mesh.empty()) {
     throw ValueError(
@@ -275,30 +372,31 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   }
   if (current_device_context() != nullptr) throw ValueError(context_mesh_error(mesh));
   uint64_t manual = manual_mask(plan);
-  std::vector<PartitionSpec> in_specs =
-      expand_specs(plan.in_specs, args.size(), "in_specs", "Array arguments f was called with");
-  for (size_t i = 0; i < args.size(); ++i) {
-    check_spec_names(plan, manual, in_specs[i], spec_path("in_specs", plan.in_specs, i),
-                     "in_specs");
+  std::vector<LeafSpec> in_specs = expand_in_specs(plan, layout);
+  for (const LeafSpec& leaf : in_specs) {
+    check_spec_names(plan, manual, leaf.spec, leaf.path, "in_specs");
   }
   if (!plan.out_specs_from) check_out_specs(plan, manual, plan.out_specs, num_outputs);
-  check_inputs(plan, args, arg_positions, in_specs);
-  check_donation(plan.options.donate_argnums, arg_positions);
+  check_inputs(plan, args, layout, in_specs);
+  check_donation(plan.options.donate_argnums, layout.leaf_positions());
 
+  const std::optional<double>& timeout = plan.options.collective_timeout_s;
   CallSpec call{mesh, manual, plan.options.check_vma,
-                plan.options.collective_timeout_s.value_or(collective_timeout_s()), plan.fun_name};
+                timeout ? checked_timeout(*timeout, "ShardMapOptions::collective_timeout_s")
+                        : collective_timeout_s(),
+                plan.fun_name};
   std::vector<uint64_t> in_vma;
-  for (const PartitionSpec& spec : in_specs) {
-    in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, spec) : 0);
+  for (const LeafSpec& leaf : in_specs) {
+    in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, leaf.spec) : 0);
   }
   DeviceOutputs outputs = launch(call, [&](DeviceContext& ctx) {
     std::vector<Array> blocks;
     blocks.reserve(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
       blocks.push_back(
-          with_vma(make_block(mesh, args[i], in_specs[i], ctx.rank, ctx.device), in_vma[i]));
+          with_vma(make_block(mesh, args[i], in_specs[i].spec, ctx.rank, ctx.device), in_vma[i]));
     }
-    return body.call(body.object, blocks);
+    return call_body(body, blocks);
   });
 
   const size_t count = outputs[0].size();
@@ -307,14 +405,13 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
     out_specs_given = plan.out_specs_from(outputs[0]);
     check_out_specs(plan, manual, out_specs_given, static_cast<int>(count));
   }
-  std::vector<PartitionSpec> out_specs =
-      expand_specs(out_specs_given, count, "out_specs", "outputs f returns");
+  std::vector<PartitionSpec> out_specs = expand_out_specs(out_specs_given, count);
   std::vector<Array> results;
   for (size_t j = 0; j < count; ++j) {
     results.push_back(assemble_output(plan, call, out_specs[j],
                                       spec_path("out_specs", out_specs_given, j), outputs, j));
   }
-  donate(plan.options.donate_argnums, args, arg_positions);
+  donate(plan.options.donate_argnums, args, layout.leaf_positions());
   return results;
 }
 

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "checks.h"
 #include "layout.h"
 #include "spmd/errors.h"
 
@@ -75,6 +76,7 @@ NamedSharding::NamedSharding(Mesh mesh, PartitionSpec spec)
 }
 
 Shape NamedSharding::shard_shape(const Shape& global_shape) const {
+  internal::checked_size(global_shape, "NamedSharding::shard_shape", "global_shape");
   if (spec_.size() > global_shape.size()) {
     throw ValueError(fmt::format(
         "{} has {} entries but the array has rank {} (shape {}); a PartitionSpec may not be "
@@ -104,6 +106,16 @@ std::vector<Index> NamedSharding::device_indices(const Shape& global_shape) cons
 
 std::string NamedSharding::str() const {
   return fmt::format("NamedSharding(mesh={}, spec={})", mesh_.str(), spec_.str());
+}
+
+const NamedSharding& Sharding::named() const {
+  if (!named_) {
+    throw TypeError(fmt::format(
+        "Sharding::named(): {} is not a NamedSharding (a single-device array has no mesh); check "
+        "Sharding::is_named() first",
+        str()));
+  }
+  return *named_;
 }
 
 std::vector<Device> Sharding::devices() const {

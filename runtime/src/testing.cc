@@ -122,6 +122,14 @@ SideBySide& SideBySide::add_error(const std::string& name, std::exception_ptr er
   return *this;
 }
 
+const std::vector<Array>& SideBySide::outputs(size_t path) const {
+  if (path >= paths_.size()) {
+    throw IndexError(fmt::format("SideBySide::outputs: path {} is out of range for {} paths", path,
+                                 paths_.size()));
+  }
+  return paths_[path].outputs;
+}
+
 void SideBySide::compare_with_first(const Path& path) {
   const Path& first = paths_.front();
   auto differ = [&](const std::string& what) {

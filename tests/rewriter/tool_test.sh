@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # spmd-migrate as a whole, on the small project in tests/rewriter/project: a compilation database
 # (-p) and two jobs (-j 2); a header reached by two translation units in different directories,
-# through two spellings of its path (a symlink), is edited once; a template instantiated twice gives one edit;
-# --export-fixes applied by clang-apply-replacements equals -i; the exit codes of the README.
+# through two spellings of its path (a symlink), is edited once; a template instantiated twice gives
+# one edit; --export-fixes applied by clang-apply-replacements equals -i; a nest across two
+# translation units; --version and --help; the exit codes of the README.
 # Usage: tool_test.sh <spmd-migrate> <spmd include dir> <llvm bin dir>
 set -euo pipefail
 tool=$1 include=$(cd "$2" && pwd) llvm_bin=$3
@@ -45,6 +46,26 @@ expect_exit() {  # expect_exit <status> <args...>
   "$tool" --quiet "$@" -- -std=c++20 -I"$include" > /dev/null 2>&1 || got=$?
   [ "$got" -eq "$want" ] || fail "spmd-migrate $* exited $got, want $want"
 }
+# A nest across two translation units: with both files, both pmaps are reported as one nest;
+# with the outer one alone, its helper's body is unseen, so it is not migrated either.
+both=$("$tool" "$work/nest_outer.cc" "$work/nest_helper.cc" -- -std=c++20 -I"$include" 2>&1 || true)
+[ "$(grep -c "spmd-migrate-pmap-nested" <<< "$both")" -eq 2 ] ||
+  { echo "$both" >&2; fail "cross-TU nest: want both pmaps reported as nested"; }
+grep -q "nest_outer.cc:7:10: warning: this pmap runs another pmap inside the function it maps: the lambda at line 7 calls 'nest_helper' (.*nest_helper.cc:4), which runs the pmap it makes (.*nest_helper.cc:5)" <<< "$both" ||
+  { echo "$both" >&2; fail "cross-TU nest: the outer pmap's reason"; }
+alone=$("$tool" "$work/nest_outer.cc" -- -std=c++20 -I"$include" 2>&1 || true)
+grep -q "nest_outer.cc:7:10: warning: .*'nest_helper' (declared at line 4, defined in no file of this run).*\[spmd-migrate-pmap-unseen-callee\]" <<< "$alone" ||
+  { echo "$alone" >&2; fail "cross-TU nest, helper not given: want pmap-unseen-callee"; }
+
+# --version gives the project's version; --help says what the tool does, its modes and exit codes.
+version=$(sed -n 's/^project(spmd VERSION \([0-9.]*\).*/\1/p' "$project/../../../CMakeLists.txt")
+"$tool" --version | grep -q "spmd-migrate (spmd) $version, built with Clang" || fail "--version"
+help=$("$tool" --help)
+for phrase in "rewrites legacy spmd::pmap code" "--diff" "-i " "--export-fixes" "Exit codes:" \
+    "2  a file did not compile" "Examples:"; do
+  grep -qF -- "$phrase" <<< "$help" || fail "--help does not say '$phrase'"
+done
+
 expect_exit 0 "$work/a.cc"
 expect_exit 1 "$work/left.cc"
 expect_exit 0 --allow-remaining "$work/left.cc"

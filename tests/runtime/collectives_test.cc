@@ -245,9 +245,24 @@ TEST_P(Collectives, MultiAxisPpermuteInMeshOrder) {
   EXPECT_ARRAY_EQ(f(arange(4)), ints({3, 0, 1, 2}));
 }
 
-TEST_P(Collectives, PpermuteIndicesAreTakenModuloTheGroupSize) {
-  auto f = pmap([](const Array& x) { return ppermute(x, "i", {{-1, 0}, {0, 5}}); }, 4);
-  EXPECT_ARRAY_EQ(f(ints({1, 2, 3, 4})), ints({4, 1, 0, 0}));
+TEST_P(Collectives, PpermuteIndicesOutOfRangeAreErrors) {
+  // JAX: "ppermute perm indices must be in range"; they used to wrap silently ({0, 9} on an axis
+  // of size 2 moved position 0 to position 1).
+  auto far = pmap([](const Array& x) { return ppermute(x, "i", {{0, 9}}); }, 2);
+  expect_error<ValueError>(
+      [&] {
+        far(ints({1, 2}));
+      },
+      {"ppermute perm indices must be in range [0, 2) for the axes 'i'",
+       "got (0, 9) in perm ((0, 9),)"});
+  auto negative = pmap([](const Array& x) { return ppermute(x, "i", {{-1, 0}, {0, 1}}); }, 4);
+  expect_error<ValueError>(
+      [&] {
+        negative(ints({1, 2, 3, 4}));
+      },
+      {"must be in range [0, 4)", "got (-1, 0)"});
+  auto in_range = pmap([](const Array& x) { return ppermute(x, "i", {{3, 0}, {0, 1}}); }, 4);
+  EXPECT_ARRAY_EQ(in_range(ints({1, 2, 3, 4})), ints({4, 1, 0, 0}));
 }
 
 // ---- axis_index_groups ----

@@ -75,15 +75,16 @@ TEST(Devices, InitializeAgainIsANoOpOrAnError) {
   initialize({.cpu_devices = 8});
   expect_error<ValueError>([] { initialize({.cpu_devices = 4}); },
                            {"must run before the devices are first used", "cpu_devices=8"});
-  expect_error<ValueError>([] { initialize({.cpu_devices = 0}); }, {"must be positive"});
+  expect_error<ValueError>([] { initialize({.cpu_devices = 0}); },
+                           {"InitOptions::cpu_devices must be a whole number from 1 to 4096"});
 }
 
 TEST(Errors, SetDevicePrefixesOnce) {
   ValueError e("bad");
-  e.set_device(3, "cpu:3");
-  e.set_device(4, "cpu:4");
+  e.set_device(Device{3});
+  e.set_device(Device{4});
   EXPECT_STREQ(e.what(), "[on cpu:3] bad");
-  EXPECT_EQ(e.device(), 3);
+  EXPECT_EQ(e.device(), Device{3});
 }
 
 // ---- Mesh ----
@@ -183,6 +184,11 @@ TEST(Debug, DescribeMesh) {
             "     i=0     i=1\n"
             "   | cpu:0 | cpu:1 |\n");
   EXPECT_THAT(describe_mesh(make_mesh({2, 2, 2}, {"a", "b", "c"})), ::testing::HasSubstr("a=1:\n"));
+}
+
+// Found by tests/fuzz/sharding_fuzz.cc: a mesh without axes (one device) was indexed at axis -1.
+TEST(Debug, DescribeMeshWithoutAxes) {
+  EXPECT_THAT(describe_mesh(make_mesh({}, {})), ::testing::EndsWith(", 1 devices\n  cpu:0\n"));
 }
 
 TEST(Debug, VisualizeArraySharding) {

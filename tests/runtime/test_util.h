@@ -5,8 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <initializer_list>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "spmd/spmd.h"
@@ -55,6 +58,38 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> phrases) {
     ADD_FAILURE() << "unexpected exception type " << typeid(e).name() << ": " << e.what();
   }
 }
+
+// Runs `call` until it does not raise DeviceUnavailable, at most `limit` long: a device that an
+// earlier call quarantined (its body stuck past the deadline) is usable again once that body
+// returns. Returns what `call` returns; the last DeviceUnavailable escapes after `limit`.
+template <class F>
+auto when_available(F&& call, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    try {
+      return call();
+    } catch (const DeviceUnavailable&) {
+      if (std::chrono::steady_clock::now() > end) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
+// A body that holds its device in user code until `release` (at most 10 s), recording that it
+// did. It holds only off the calling thread: threads idle in a call, the caller's included, run
+// bodies, and a caller held in a body cannot return before it does (the documented limit).
+struct Holder {
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> release{false};
+  std::atomic<bool> held{false};
+  void hold_unless_on_caller() {
+    if (std::this_thread::get_id() == caller) return;
+    held = true;
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!release && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
 
 inline Mesh mesh1(int64_t n, const std::string& name = "i") { return make_mesh({n}, {name}); }
 inline Mesh mesh2(int64_t a, int64_t b, const std::string& x = "i", const std::string& y = "j") {

@@ -87,13 +87,13 @@ int main() {
     return std::make_tuple(block, spmd::psum(spmd::sum(block), "i"),
                            spmd::pmax(spmd::max(block), "i"));
   }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) {
-          auto [y0, y1, y2] = f(spmd::squeeze(b0, 0));
-          return std::make_tuple(spmd::expand_dims(y0, 0), y1, y2);
-        },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), {spmd::P("i"), spmd::P(), spmd::P()},
-        {.check_vma = false, .donate_argnums = {0}})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      auto [y0, y1, y2] = f(spmd::squeeze(b0, 0));
+      return std::make_tuple(spmd::expand_dims(y0, 0), y1, y2);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), {spmd::P("i"), spmd::P(), spmd::P()},
+                           {.check_vma = false, .donate_argnums = {0}})(a0);
   };
 
   const std::vector<int64_t> probes = {0, 64, 128, 176, 192, 208, 255};

@@ -52,16 +52,17 @@ int main() {
     Array sum_sq = spmd::psum(spmd::sum(spmd::square(y)), {"data", "model"});
     return std::make_tuple(y, h_rows, sum_sq);
   }](const spmd::Array& a0, const spmd::Array& a1, const spmd::Array& a2) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0, const spmd::Array& b1, const spmd::Array& b2) {
-          auto [y0, y1, y2] = f(spmd::squeeze(b0, 0), spmd::squeeze(b1, 1), spmd::squeeze(b2, 0));
-          return std::make_tuple(spmd::expand_dims(spmd::expand_dims(y0, 1), 0),
-                                 spmd::expand_dims(y1, 0), y2);
-        },
-        spmd::make_mesh({a0.shape()[0], a1.shape()[1]}, {"data", "model"}),
-        {spmd::P("data"), spmd::P(spmd::None, "model"), spmd::P("model")},
-        {spmd::P("data", spmd::None, "model"), spmd::P("data"), spmd::P()},
-        {.check_vma = false})(a0, a1, a2);
+    spmd::Mesh mesh = spmd::pmap_mesh(
+        {a0, a1, a2}, {{"data", {0, std::nullopt, std::nullopt}}, {"model", {std::nullopt, 1, 0}}});
+    auto block = [&](const spmd::Array& b0, const spmd::Array& b1, const spmd::Array& b2) {
+      auto [y0, y1, y2] = f(spmd::squeeze(b0, 0), spmd::squeeze(b1, 1), spmd::squeeze(b2, 0));
+      return std::make_tuple(spmd::expand_dims(spmd::expand_dims(y0, 1), 0),
+                             spmd::expand_dims(y1, 0), y2);
+    };
+    return spmd::shard_map(block, mesh,
+                           {spmd::P("data"), spmd::P(spmd::None, "model"), spmd::P("model")},
+                           {spmd::P("data", spmd::None, "model"), spmd::P("data"), spmd::P()},
+                           {.check_vma = false})(a0, a1, a2);
   };
 
   Array keys = rnd::split(rnd::PRNGKey(4), 3);

@@ -48,13 +48,12 @@ int main() {
     Array local = spmd::sum(r2 <= 1.0f);  // int32 count on this device
     return std::make_tuple(local, spmd::psum(local, "i"));
   }](const spmd::Array& a0, const auto& a1) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0, const auto& b1) {
-          auto [y0, y1] = f(spmd::squeeze(b0, 0), b1);
-          return std::make_tuple(spmd::expand_dims(y0, 0), spmd::expand_dims(y1, 0));
-        },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0, a1);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0, const auto& b1) {
+      auto [y0, y1] = f(spmd::squeeze(b0, 0), b1);
+      return std::make_tuple(spmd::expand_dims(y0, 0), spmd::expand_dims(y1, 0));
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0, a1);
   };
 
   int64_t inside = 0;

@@ -56,28 +56,30 @@ int main() {
     Array d = spmd::axis_index("i").astype(spmd::DType::kFloat32);
     return rnd::normal(key, {kShard}) * (1.0f + d / 4.0f) + d;
   }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   };
   Array data = generate(rnd::split(rnd::PRNGKey(20240607), kDevices));  // f32[8, 200000]
 
   // Per-shard means (out_axes 0: one per device) and the global statistics (out_axes nullopt:
   // every device holds the same psum result, returned once).
   Array shard_means = [f = [](const Array& x) { return spmd::mean(x); }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   }(data);
   auto stats = [f = global_stats](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) {
-          auto [y0, y1, y2, y3, y4] = f(spmd::squeeze(b0, 0));
-          return std::make_tuple(y0, y1, y2, y3, y4);
-        },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P(), {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      auto [y0, y1, y2, y3, y4] = f(spmd::squeeze(b0, 0));
+      return std::make_tuple(y0, y1, y2, y3, y4);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P(), {.check_vma = false})(a0);
   };
 
   fmt::print("dataset: {} shards x {} float32 values\n", kDevices, kShard);
@@ -90,12 +92,12 @@ int main() {
   // Normalise: the statistics are broadcast (in_axes nullopt) and the raw data are donated.
   auto normalize = [f = normalize_shard](const spmd::Array& a0, const spmd::Array& a1,
                                          const spmd::Array& a2) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0, const spmd::Array& b1, const spmd::Array& b2) {
-          return spmd::expand_dims(f(spmd::squeeze(b0, 0), b1, b2), 0);
-        },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), {spmd::P("i"), spmd::P(), spmd::P()}, spmd::P("i"),
-        {.check_vma = false, .donate_argnums = {0}})(a0, a1, a2);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0, a1, a2}, {{"i", {0, std::nullopt, std::nullopt}}});
+    auto block = [&](const spmd::Array& b0, const spmd::Array& b1, const spmd::Array& b2) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0), b1, b2), 0);
+    };
+    return spmd::shard_map(block, mesh, {spmd::P("i"), spmd::P(), spmd::P()}, spmd::P("i"),
+                           {.check_vma = false, .donate_argnums = {0}})(a0, a1, a2);
   };
   Array normalized = normalize(data, std::get<1>(before), std::get<2>(before));
   fmt::print("raw data donated: {}\n", data.is_deleted());

@@ -64,15 +64,15 @@ int main() {
   // (out_axes nullopt): after pmean every device holds the same values.
   auto step = [f = train_step](const spmd::Array& a0, const spmd::Array& a1, const spmd::Array& a2,
                                const spmd::Array& a3) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0, const spmd::Array& b1, const spmd::Array& b2,
-            const spmd::Array& b3) {
-          auto [y0, y1, y2] = f(b0, b1, spmd::squeeze(b2, 0), spmd::squeeze(b3, 0));
-          return std::make_tuple(y0, y1, y2);
-        },
-        spmd::make_mesh({a2.shape()[0]}, {"batch"}),
-        {spmd::P(), spmd::P(), spmd::P("batch"), spmd::P("batch")}, spmd::P(),
-        {.check_vma = false})(a0, a1, a2, a3);
+    spmd::Mesh mesh =
+        spmd::pmap_mesh({a0, a1, a2, a3}, {{"batch", {std::nullopt, std::nullopt, 0, 0}}});
+    auto block = [&](const spmd::Array& b0, const spmd::Array& b1, const spmd::Array& b2,
+                     const spmd::Array& b3) {
+      auto [y0, y1, y2] = f(b0, b1, spmd::squeeze(b2, 0), spmd::squeeze(b3, 0));
+      return std::make_tuple(y0, y1, y2);
+    };
+    return spmd::shard_map(block, mesh, {spmd::P(), spmd::P(), spmd::P("batch"), spmd::P("batch")},
+                           spmd::P(), {.check_vma = false})(a0, a1, a2, a3);
   };
 
   Array w = spmd::zeros({kFeatures});

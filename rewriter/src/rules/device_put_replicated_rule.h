@@ -1,7 +1,7 @@
 // Rule device-put-replicated: spmd::device_put_replicated(x, devices) ->
 // spmd::device_put(spmd::stack(n copies of x), NamedSharding(Mesh(devices, {n}, {"x"}), P("x")))
-// with n = devices.size(): the drop-in replacement of jax-semantics.md §6.1 rule 7 (the helper
-// was deprecated in JAX 0.8.1 and removed in 0.10.0). Same layout, same values.
+// with n = devices.size(): JAX's drop-in replacement (docs/migration.md, "What the tool writes");
+// the helper was deprecated in JAX 0.8.1 and removed in 0.10.0. Same layout, same values.
 #pragma once
 
 #include "rule.h"

@@ -1,7 +1,7 @@
 // Rule device-put-sharded: spmd::device_put_sharded(xs, devices) ->
 // spmd::device_put(spmd::stack(xs), NamedSharding(Mesh(devices, {n}, {"x"}), P("x"))) with
-// n = devices.size(): the drop-in replacement of jax-semantics.md §6.1 rule 7. Same layout, same
-// values.
+// n = devices.size(): JAX's drop-in replacement (docs/migration.md, "What the tool writes"). Same
+// layout, same values.
 #pragma once
 
 #include "rule.h"

@@ -13,24 +13,6 @@
 namespace spmd::migrate {
 namespace {
 
-// `e` without the nodes the source does not spell (casts, temporaries, converting constructors)
-// and without parentheses.
-const clang::Expr* strip(const clang::Expr* e) {
-  while (e != nullptr) {
-    const clang::Expr* next = e->IgnoreUnlessSpelledInSource()->IgnoreParens();
-    if (const auto* construct = llvm::dyn_cast<clang::CXXConstructExpr>(next)) {
-      // A converting or copy constructor around one argument (std::string from a literal,
-      // std::optional from a value): look at the argument.
-      if (construct->getNumArgs() == 1 && !llvm::isa<clang::CXXTemporaryObjectExpr>(construct)) {
-        next = construct->getArg(0)->IgnoreUnlessSpelledInSource()->IgnoreParens();
-      }
-    }
-    if (next == e) return e;
-    e = next;
-  }
-  return e;
-}
-
 std::string text_of(const clang::Expr* e, clang::ASTContext& ctx) {
   return clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(e->getSourceRange()),
                                      ctx.getSourceManager(), ctx.getLangOpts())
@@ -70,7 +52,7 @@ std::optional<std::vector<const clang::Expr*>> list_elements(const clang::Expr* 
 // Reads an in_axes/out_axes entry, an integer constant or std::nullopt, into `out`; false when it
 // is neither.
 bool axis_entry(const clang::Expr* e, clang::ASTContext& ctx, std::optional<int>& out) {
-  const clang::Expr* value = strip(e);
+  const clang::Expr* value = spelled(e);
   std::string type = value->getType().getCanonicalType().getAsString();
   if (type.find("nullopt_t") != std::string::npos) {
     out = std::nullopt;
@@ -115,12 +97,83 @@ const clang::InitListExpr* options_list(const clang::Expr* e) {
 
 }  // namespace
 
+const clang::Expr* spelled(const clang::Expr* e) {
+  while (e != nullptr) {
+    const clang::Expr* next = e->IgnoreUnlessSpelledInSource()->IgnoreParens();
+    if (const auto* construct = llvm::dyn_cast<clang::CXXConstructExpr>(next)) {
+      // A converting or copy constructor around one argument (std::string from a literal,
+      // std::optional from a value): look at the argument.
+      if (construct->getNumArgs() == 1 && !llvm::isa<clang::CXXTemporaryObjectExpr>(construct)) {
+        next = construct->getArg(0)->IgnoreUnlessSpelledInSource()->IgnoreParens();
+      }
+    }
+    if (next == e) return e;
+    e = next;
+  }
+  return e;
+}
+
+bool may_modify(const clang::Stmt* body, const clang::VarDecl* var) {
+  struct Finder : clang::RecursiveASTVisitor<Finder> {
+    const clang::VarDecl* var;
+    bool found = false;
+    bool refers(const clang::Expr* e) {
+      const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(e->IgnoreParenImpCasts());
+      return ref != nullptr && ref->getDecl() == var;
+    }
+    bool VisitBinaryOperator(clang::BinaryOperator* op) {
+      found = found || (op->isAssignmentOp() && refers(op->getLHS()));
+      return true;
+    }
+    bool VisitUnaryOperator(clang::UnaryOperator* op) {
+      found = found || ((op->isIncrementDecrementOp() || op->getOpcode() == clang::UO_AddrOf) &&
+                        refers(op->getSubExpr()));
+      return true;
+    }
+    bool VisitCXXOperatorCallExpr(clang::CXXOperatorCallExpr* call) {
+      found =
+          found || (call->isAssignmentOp() && call->getNumArgs() > 0 && refers(call->getArg(0)));
+      return true;
+    }
+    bool VisitCallExpr(clang::CallExpr* call) {
+      const clang::FunctionDecl* callee = call->getDirectCallee();
+      // These take forwarding references but only copy or move from them (pmap decays and
+      // copies its function).
+      static const std::set<std::string> kPacking = {"std::make_tuple",       "std::make_pair",
+                                                     "std::forward_as_tuple", "std::move",
+                                                     "std::forward",          "spmd::pmap"};
+      if (callee != nullptr && kPacking.count(callee->getQualifiedNameAsString()) != 0) {
+        return true;
+      }
+      for (unsigned i = 0; i < call->getNumArgs(); ++i) {
+        if (!refers(call->getArg(i))) continue;
+        bool const_ref =
+            callee != nullptr && i < callee->getNumParams() &&
+            (!callee->getParamDecl(i)->getType()->isReferenceType() ||
+             callee->getParamDecl(i)->getType().getNonReferenceType().isConstQualified());
+        found = found || !const_ref;
+      }
+      return true;
+    }
+    bool VisitLambdaExpr(clang::LambdaExpr* lambda) {
+      for (const clang::LambdaCapture& c : lambda->captures()) {
+        found = found || (c.capturesVariable() && c.getCapturedVar() == var &&
+                          c.getCaptureKind() == clang::LCK_ByRef);
+      }
+      return true;
+    }
+  } finder;
+  finder.var = var;
+  finder.TraverseStmt(const_cast<clang::Stmt*>(body));
+  return finder.found;
+}
+
 bool is_pmap_call(const clang::Expr* e) { return as_pmap_call(e) != nullptr; }
 
 const clang::CallExpr* as_pmap_call(const clang::Expr* e) {
   if (e == nullptr) return nullptr;
   const auto* call = llvm::dyn_cast<clang::CallExpr>(e->IgnoreImplicit()->IgnoreParens());
-  if (call == nullptr) call = llvm::dyn_cast<clang::CallExpr>(strip(e));
+  if (call == nullptr) call = llvm::dyn_cast<clang::CallExpr>(spelled(e));
   if (call == nullptr || call->getDirectCallee() == nullptr) return nullptr;
   return call->getDirectCallee()->getQualifiedNameAsString() == "spmd::pmap" ? call : nullptr;
 }
@@ -129,7 +182,7 @@ std::variant<PmapLevelInfo, std::string> read_level(const clang::CallExpr* pmap_
                                                     clang::ASTContext& ctx) {
   PmapLevelInfo level;
   level.call = pmap_call;
-  const auto* axis = llvm::dyn_cast<clang::StringLiteral>(strip(pmap_call->getArg(1)));
+  const auto* axis = llvm::dyn_cast<clang::StringLiteral>(spelled(pmap_call->getArg(1)));
   if (axis == nullptr) {
     return std::string(
         "the axis name is not a string literal, so the mesh axis is unknown at "
@@ -159,9 +212,9 @@ std::variant<PmapLevelInfo, std::string> read_level(const clang::CallExpr* pmap_
     if (!axes) return std::string(not_constant);
     level.out_axes = *axes;
   }
-  if (!is_default(field(2), true)) level.devices = text_of(strip(field(2)), ctx);
+  if (!is_default(field(2), true)) level.devices = text_of(spelled(field(2)), ctx);
   if (!is_default(field(3), true)) {
-    const clang::Expr* size = strip(field(3));
+    const clang::Expr* size = spelled(field(3));
     level.axis_size = text_of(size, ctx);
     // Braced into a Shape (int64_t) by the migrated code, where narrowing is an error.
     if (!size->getType()->isSignedIntegerType()) {
@@ -180,13 +233,13 @@ std::variant<PmapLevelInfo, std::string> read_level(const clang::CallExpr* pmap_
 }
 
 const clang::FunctionDecl* mapped_body(const clang::Expr* f) {
-  f = strip(f);
+  f = spelled(f);
   if (const auto* lambda = llvm::dyn_cast<clang::LambdaExpr>(f)) {
     const clang::CXXMethodDecl* op = lambda->getCallOperator();
     return op != nullptr && op->hasBody() && !lambda->getLambdaClass()->isGenericLambda() ? op
                                                                                           : nullptr;
   }
-  if (const auto* unary = llvm::dyn_cast<clang::UnaryOperator>(f)) f = strip(unary->getSubExpr());
+  if (const auto* unary = llvm::dyn_cast<clang::UnaryOperator>(f)) f = spelled(unary->getSubExpr());
   if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(f)) {
     if (const auto* fn = llvm::dyn_cast<clang::FunctionDecl>(ref->getDecl())) {
       const clang::FunctionDecl* definition = fn->getDefinition();
@@ -278,60 +331,7 @@ class Prover {
     return invariant(var->getInit(), depth + 1);
   }
 
-  // True when the body may change `var` after its initialisation (conservatively).
-  bool modified(const clang::VarDecl* var) {
-    struct Finder : clang::RecursiveASTVisitor<Finder> {
-      const clang::VarDecl* var;
-      bool found = false;
-      bool refers(const clang::Expr* e) {
-        const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(e->IgnoreParenImpCasts());
-        return ref != nullptr && ref->getDecl() == var;
-      }
-      bool VisitBinaryOperator(clang::BinaryOperator* op) {
-        found = found || (op->isAssignmentOp() && refers(op->getLHS()));
-        return true;
-      }
-      bool VisitUnaryOperator(clang::UnaryOperator* op) {
-        found = found || ((op->isIncrementDecrementOp() || op->getOpcode() == clang::UO_AddrOf) &&
-                          refers(op->getSubExpr()));
-        return true;
-      }
-      bool VisitCXXOperatorCallExpr(clang::CXXOperatorCallExpr* call) {
-        found =
-            found || (call->isAssignmentOp() && call->getNumArgs() > 0 && refers(call->getArg(0)));
-        return true;
-      }
-      bool VisitCallExpr(clang::CallExpr* call) {
-        const clang::FunctionDecl* callee = call->getDirectCallee();
-        // These take forwarding references but only copy or move from them.
-        static const std::set<std::string> kPacking = {"std::make_tuple", "std::make_pair",
-                                                       "std::forward_as_tuple", "std::move",
-                                                       "std::forward"};
-        if (callee != nullptr && kPacking.count(callee->getQualifiedNameAsString()) != 0) {
-          return true;
-        }
-        for (unsigned i = 0; i < call->getNumArgs(); ++i) {
-          if (!refers(call->getArg(i))) continue;
-          bool const_ref =
-              callee != nullptr && i < callee->getNumParams() &&
-              (!callee->getParamDecl(i)->getType()->isReferenceType() ||
-               callee->getParamDecl(i)->getType().getNonReferenceType().isConstQualified());
-          found = found || !const_ref;
-        }
-        return true;
-      }
-      bool VisitLambdaExpr(clang::LambdaExpr* lambda) {
-        for (const clang::LambdaCapture& c : lambda->captures()) {
-          found = found || (c.capturesVariable() && c.getCapturedVar() == var &&
-                            c.getCaptureKind() == clang::LCK_ByRef);
-        }
-        return true;
-      }
-    } finder;
-    finder.var = var;
-    finder.TraverseStmt(fn_->getBody());
-    return finder.found;
-  }
+  bool modified(const clang::VarDecl* var) { return may_modify(fn_->getBody(), var); }
 
   // The names an AxisNames argument spells: "i" or {"i", "j"}.
   std::set<std::string> axis_names(const clang::Expr* e) {

@@ -29,6 +29,14 @@ struct PmapLevelInfo {
 std::variant<PmapLevelInfo, std::string> read_level(const clang::CallExpr* pmap_call,
                                                     clang::ASTContext& ctx);
 
+// `e` without the nodes the source does not spell (casts, temporaries, converting and copy
+// constructors) and without parentheses.
+const clang::Expr* spelled(const clang::Expr* e);
+
+// True when `body` may change the local `var` (assign it, take its address, bind it to a
+// non-const reference, capture it by reference), conservatively.
+bool may_modify(const clang::Stmt* body, const clang::VarDecl* var);
+
 // True for a call to spmd::pmap.
 bool is_pmap_call(const clang::Expr* e);
 // The pmap call `e` is, looking through implicit nodes and parentheses; null otherwise.

@@ -81,13 +81,15 @@ class Writer {
     }
   }
 
+  // One statement per line, so that clang-format lays it out quickly (a long call with several
+  // braced lists and a lambda among its arguments costs it ten times as much).
   std::string write() const {
     const std::string& in = indent_;
     return "[" + join(captures(), ", ") + "](" + join(params("a"), ", ") + ") {\n" + in +
-           "  return spmd::shard_map(\n" + in + "      [&](" + join(params("b"), ", ") + ") {\n" +
-           body(in + "        ") + in + "      },\n" + in + "      " + mesh() + ",\n" + in +
-           "      " + in_specs() + ", " + out_specs() + ",\n" + in + "      " + options() + ")(" +
-           join(names("a"), ", ") + ");\n" + in + "}";
+           "  spmd::Mesh mesh = " + mesh() + ";\n" + in + "  auto block = [&](" +
+           join(params("b"), ", ") + ") {\n" + body(in + "    ") + in + "  };\n" + in +
+           "  return spmd::shard_map(block, mesh, " + in_specs() + ", " + out_specs() + ", " +
+           options() + ")(" + join(names("a"), ", ") + ");\n" + in + "}";
   }
 
  private:
@@ -145,7 +147,11 @@ class Writer {
       case OutputKind::kVoid:
         return in + call() + ";\n";
       case OutputKind::kArray:
-        return in + "return " + expanded(site_, 0, call()) + ";\n";
+        // A nest's result on a line of its own: clang-format takes long over nested calls that
+        // do not fit on one line.
+        if (single_level()) return in + "return " + expanded(site_, 0, call()) + ";\n";
+        return in + "spmd::Array y = " + call() + ";\n" + in + "return " + expanded(site_, 0, "y") +
+               ";\n";
       case OutputKind::kVector:
         if (expanded(site_, 0, "y") == "y") return in + "return " + call() + ";\n";
         return in + "std::vector<spmd::Array> ys = " + call() + ";\n" + in +
@@ -163,27 +169,43 @@ class Writer {
            "return std::make_tuple(" + join(outs, ", ") + ");\n";
   }
 
-  // The size of level `l`: axis_size when given (so that a disagreeing argument raises, as in
-  // pmap), else the mapped dimension of the first argument mapped at that level.
-  std::string level_size(size_t l) const {
-    if (!site_.levels[l].axis_size.empty()) return axis_size_name(l);
-    for (const auto& [i, dims] : dims_) {
-      if (dims[l]) return "a" + std::to_string(i) + ".shape()[" + std::to_string(*dims[l]) + "]";
+  // One level's axis for spmd::pmap_mesh: its name, its in_axes as pmap saw them (one entry
+  // when they agree; left out when 0), its axis_size.
+  std::string mesh_axis(size_t l) const {
+    const PmapSite::Level& level = site_.levels[l];
+    std::vector<std::string> entries;
+    for (const std::optional<int>& a : level.in_axes) {
+      entries.push_back(a ? std::to_string(*a) : "std::nullopt");
     }
-    return "";  // pmap_rule.cc reports this case before generating
+    if (std::all_of(entries.begin(), entries.end(),
+                    [&](const auto& e) { return e == entries[0]; })) {
+      entries.resize(1);
+    }
+    std::string in_axes =
+        entries == std::vector<std::string>{"0"} ? "" : "{" + join(entries, ", ") + "}";
+    if (level.axis_size.empty()) {
+      return "{" + quoted(level.axis) + (in_axes.empty() ? "" : ", " + in_axes) + "}";
+    }
+    return "{.name = " + quoted(level.axis) + (in_axes.empty() ? "" : ", .in_axes = " + in_axes) +
+           ", .size = " + axis_size_name(l) + "}";
   }
 
+  // The mesh, with pmap's checks of the arguments (spmd/pmap_mesh.h): one axis per level, sized
+  // by the mapped dimensions (or axis_size), over `devices` or the first devices.
   std::string mesh() const {
-    std::vector<std::string> sizes, axes;
-    for (size_t l = 0; l < site_.levels.size(); ++l) {
-      sizes.push_back(level_size(l));
-      axes.push_back(quoted(site_.levels[l].axis));
+    std::vector<std::string> arrays, positions, axes, options;
+    bool positions_shift = false;
+    for (size_t i = 0; i < site_.arg_is_array.size(); ++i) {
+      if (!site_.arg_is_array[i]) continue;
+      positions_shift = positions_shift || positions.size() != i;
+      arrays.push_back("a" + std::to_string(i));
+      positions.push_back(std::to_string(i));
     }
-    std::string shape = "{" + join(sizes, ", ") + "}", names = "{" + join(axes, ", ") + "}";
-    // Explicit devices must match the mapped size exactly, as in pmap: the Mesh constructor
-    // checks that; make_mesh takes the first devices, like pmap without `devices`.
-    if (!site_.devices.empty()) return "spmd::Mesh(devices, " + shape + ", " + names + ")";
-    return "spmd::make_mesh(" + shape + ", " + names + ")";
+    for (size_t l = 0; l < site_.levels.size(); ++l) axes.push_back(mesh_axis(l));
+    if (!site_.devices.empty()) options.push_back(".devices = devices");
+    if (positions_shift) options.push_back(".arg_positions = {" + join(positions, ", ") + "}");
+    return "spmd::pmap_mesh({" + join(arrays, ", ") + "}, {" + join(axes, ", ") + "}" +
+           (options.empty() ? "" : ", {" + join(options, ", ") + "}") + ")";
   }
 
   std::string in_specs() const {

@@ -1,15 +1,17 @@
-// The shard_map code the pmap rule writes in place of a pmap(...) expression (design.md §6,
-// jax-semantics.md §6.1): a lambda with the pmap-ed callable's call signature that builds the mesh
-// from the arguments (or devices / axis_size), maps f with in_specs/out_specs derived from
+// The shard_map code the pmap rule writes in place of a pmap(...) expression: a lambda with the
+// pmap-ed callable's call signature that builds the mesh with spmd::pmap_mesh (legacy pmap's
+// argument checks and errors, then one axis per pmap level sized by the mapped dimensions or
+// axis_size, over `devices` or the first devices), maps f with in_specs/out_specs derived from
 // in_axes/out_axes and an adapter that squeezes the mapped dimensions of the inputs and expands the
 // outputs, so f keeps its rank-reduced view. check_vma is off: pmap never checked replication.
 //
 // Example, for spmd::pmap(f, "i") called with one Array:
 //   [f = f](const spmd::Array& a0) {
-//     return spmd::shard_map(
-//         [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-//         spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-//         {.check_vma = false})(a0);
+//     spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+//     auto block = [&](const spmd::Array& b0) {
+//       return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+//     };
+//     return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
 //   }
 #pragma once
 

@@ -1,5 +1,5 @@
 // Rule pvary: spmd::pvary(x, axes) -> spmd::pcast(x, axes, spmd::To::kVarying) (jax.lax.pvary was
-// deprecated in JAX 0.8.2 in favour of pcast(..., to='varying'); jax-semantics.md §6.1 rule 5).
+// deprecated in JAX 0.8.2 in favour of pcast(..., to='varying'); docs/migration.md).
 #pragma once
 
 #include "rule.h"

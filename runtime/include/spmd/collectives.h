@@ -34,7 +34,7 @@ namespace spmd {
 // One mesh axis name ("i") or several ({"i", "j"}).
 class AxisNames {
  public:
-  AxisNames(const char* name) : names_{name} {}
+  AxisNames(const char* name);  // TypeError for a null pointer
   AxisNames(std::string name) : names_{std::move(name)} {}
   AxisNames(std::string_view name) : names_{std::string(name)} {}
   AxisNames(std::initializer_list<std::string_view> names);
@@ -59,7 +59,7 @@ using AxisIndexGroups = std::vector<std::vector<int>>;
 
 struct ReduceOptions {
   // Sub-groups of group positions, each reduced independently; empty: the whole group. Must cover
-  // every position exactly once.
+  // every position exactly once, with no empty sub-group.
   AxisIndexGroups axis_index_groups;
 };
 
@@ -105,8 +105,8 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options = 
 Array pbroadcast(const Array& x, AxisNames axes, int source);
 
 // Position dst receives x from position src for each (src, dst) pair; positions that are no
-// destination receive zeros. Pairs are taken modulo the group size; sources and destinations must
-// each be unique.
+// destination receive zeros. Every index must be a position, in [0, group size) (ValueError
+// otherwise, as in JAX); sources and destinations must each be unique.
 Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> perm);
 
 // Position p receives x from position perm[p]; perm must be a permutation.

@@ -61,10 +61,11 @@ struct Device {
 std::ostream& operator<<(std::ostream& os, const Device& d);
 
 struct InitOptions {
-  // Number of CPU devices; default: SPMD_CPU_DEVICES, else the number of hardware threads.
+  // Number of CPU devices, 1 to 4096 (each is a host thread); default: SPMD_CPU_DEVICES, else the
+  // number of hardware threads.
   std::optional<int> cpu_devices;
-  // Deadline of every collective and rendezvous, in seconds; default: SPMD_COLLECTIVE_TIMEOUT_S,
-  // else 300.
+  // Deadline of every collective and rendezvous, in seconds: positive, at most 1e9; default:
+  // SPMD_COLLECTIVE_TIMEOUT_S, else 300.
   std::optional<double> collective_timeout_s;
   // Comma-separated platforms to use, the default one first ("cpu", "cuda,cpu"); default:
   // SPMD_PLATFORMS, else every registered platform that has devices, the preferred one first.

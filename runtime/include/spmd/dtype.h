@@ -134,7 +134,8 @@ struct dtype_of<double> {
 template <class T>
 inline constexpr DType dtype_of_v = dtype_of<T>::value;
 
-// Number of elements of a shape (1 for a scalar).
+// Number of elements of a shape (1 for a scalar). ValueError for a negative extent or a count
+// that does not fit in int64.
 int64_t shape_size(const Shape& shape);
 // "[4, 2]"-free compact form "4,2" used inside type strings; "(4, 2)" Python tuple form.
 std::string shape_tuple_string(const Shape& shape);

@@ -5,8 +5,13 @@
 //
 // Every message keeps the key phrases of JAX's message for the same condition and names the
 // argument, the spec, the mesh axis sizes and the fix. An error raised on a device thread inside a
-// mapped call is rethrown to the caller with that device recorded (`device()`), and the message
-// starts with "[on cpu:3] ".
+// mapped call is rethrown to the caller with that device recorded (`device()`, the platform and
+// id), and the message starts with "[on cpu:3] ": errors a body raises, DeviceError,
+// CollectiveMismatch (the device that found the mismatch) and CollectiveTimeout (the device whose
+// deadline passed) all carry it. Errors raised before any body runs (bad arguments) carry none.
+//
+// Nothing else escapes spmd's public functions: bad arguments are ValueError, TypeError,
+// IndexError or NameError, exhausted memory or threads ResourceExhausted.
 //
 // Example:
 //   try {
@@ -21,6 +26,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "spmd/device.h"
+
 namespace spmd {
 
 // Base of every exception spmd throws.
@@ -28,14 +35,14 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message), message_(message) {}
   const char* what() const noexcept override { return message_.c_str(); }
-  // The id of the device whose thread raised the error, when it came from a mapped body.
-  std::optional<int> device() const { return device_; }
-  // Records the device that raised the error and prefixes the message with it. Idempotent.
-  void set_device(int device_id, const std::string& device_str);
+  // The device whose body raised the error (or found the fault), when it came from a mapped call.
+  const std::optional<Device>& device() const { return device_; }
+  // Records the device and prefixes the message with "[on cpu:3] ". The first call wins.
+  void set_device(const Device& device);
 
  private:
   std::string message_;
-  std::optional<int> device_;
+  std::optional<Device> device_;
 };
 
 // Wrong value: bad shapes, specs, sizes, permutations (JAX ValueError).
@@ -67,6 +74,20 @@ class NotImplementedError : public Error {
 class RuntimeError : public Error {
  public:
   using Error::Error;
+};
+// A device cannot take work: it is quarantined because its thread still runs the body of an
+// earlier call that failed while that body was stuck in user code (docs/design.md, "Faults").
+// The message starts with "UNAVAILABLE: " and names the device, the call and the fault; the
+// device is usable again once that body returns.
+class DeviceUnavailable : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+// Memory or threads ran out (JAX's RESOURCE_EXHAUSTED runtime error). The message starts with
+// "RESOURCE_EXHAUSTED: " and says what was asked for, on which device.
+class ResourceExhausted : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
 };
 // A file could not be opened, read or written (Python's OSError; spmd::load, spmd::save).
 class OSError : public Error {

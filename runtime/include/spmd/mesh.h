@@ -31,7 +31,9 @@ class Mesh {
   // The empty mesh (no devices, no axes). shard_map rejects it.
   Mesh();
   // `devices` in row-major order over `axis_sizes`. Throws ValueError when the counts disagree,
-  // an axis name repeats or is empty, or a device repeats.
+  // an axis size is not positive (or the sizes multiply past int64), an axis name repeats or is
+  // empty, or a device repeats or is not a device of this runtime (an id past the platform's
+  // device count, a platform not in use).
   Mesh(std::vector<Device> devices, Shape axis_sizes, std::vector<std::string> axis_names);
 
   const std::vector<Device>& devices() const;
@@ -48,7 +50,8 @@ class Mesh {
   // Size of axis `name`; ValueError if the mesh has no such axis.
   int64_t axis_size(std::string_view name) const;
 
-  // Row-major coordinates of the device at linear position `linear`, and back.
+  // Row-major coordinates of the device at linear position `linear`, and back. IndexError for a
+  // position or coordinates outside the mesh.
   std::vector<int64_t> coords(int64_t linear) const;
   int64_t linear_index(const std::vector<int64_t>& coords) const;
   // Linear position of `device` in this mesh, or -1.
@@ -70,7 +73,8 @@ class Mesh {
 std::ostream& operator<<(std::ostream& os, const Mesh& mesh);
 
 // The first prod(axis_sizes) devices of `devices` (default: spmd::devices()) reshaped row-major.
-// Throws ValueError "Number of devices {n} must be >= the product of mesh_shape {sizes}".
+// Throws ValueError "Number of devices {n} must be >= the product of mesh_shape {sizes}", and the
+// Mesh constructor's errors.
 Mesh make_mesh(Shape axis_sizes, std::vector<std::string> axis_names,
                std::optional<std::vector<Device>> devices = std::nullopt);
 

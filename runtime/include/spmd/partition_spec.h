@@ -40,7 +40,7 @@ class PartitionSpec {
    public:
     Entry() : absent_(true) {}  // only as a defaulted trailing argument; dropped by PartitionSpec
     Entry(NoneType) {}
-    Entry(const char* name) : names_{name} {}
+    Entry(const char* name);  // TypeError for a null pointer (write None for "not split")
     Entry(std::string name) : names_{std::move(name)} {}
     Entry(std::string_view name) : names_{std::string(name)} {}
     Entry(std::initializer_list<std::string_view> names);

@@ -53,7 +53,8 @@ class MapAxis {
 };
 
 struct PmapOptions {
-  // Mapped axis of each Array argument (one entry for all, or one per Array argument); nullopt
+  // Mapped axis of each Array argument (one entry for all, or one per Array argument; a
+  // std::vector<Array> or std::tuple of Arrays takes one entry for all its elements); nullopt
   // broadcasts the argument whole to every device. Negative axes count from the end.
   std::vector<MapAxis> in_axes = {0};
   // Where each output's stacked axis goes (one entry for all, or one per output); nullopt returns
@@ -98,12 +99,12 @@ struct PmapCache {
 };
 
 using PmapRunner = std::vector<Array> (*)(const PmapPlan& plan, const std::vector<Array>& args,
-                                          std::span<const int> arg_positions, BodyRef body,
-                                          int num_outputs, PmapCache& cache);
+                                          const ArgLayout& layout, BodyRef body, int num_outputs,
+                                          PmapCache& cache);
 
 // The implementation the program links (spmd::pmap_legacy or spmd::compat).
 std::vector<Array> run_pmap(const PmapPlan& plan, const std::vector<Array>& args,
-                            std::span<const int> arg_positions, BodyRef body, int num_outputs,
+                            const ArgLayout& layout, BodyRef body, int num_outputs,
                             PmapCache& cache);
 
 // Validates what pmap(...) itself checks (JAX raises these at decoration).
@@ -118,14 +119,14 @@ std::string unnamed_axis();
 namespace legacy {
 // The native legacy implementation (library spmd::pmap_legacy_impl).
 std::vector<Array> run_pmap(const internal::PmapPlan& plan, const std::vector<Array>& args,
-                            std::span<const int> arg_positions, internal::BodyRef body,
+                            const internal::ArgLayout& layout, internal::BodyRef body,
                             int num_outputs, internal::PmapCache& cache);
 }  // namespace legacy
 
 namespace compat {
 // pmap on shard_map (library spmd::compat_impl).
 std::vector<Array> run_pmap(const internal::PmapPlan& plan, const std::vector<Array>& args,
-                            std::span<const int> arg_positions, internal::BodyRef body,
+                            const internal::ArgLayout& layout, internal::BodyRef body,
                             int num_outputs, internal::PmapCache& cache);
 }  // namespace compat
 
@@ -143,8 +144,8 @@ class Pmapped {
   auto operator()(const Args&... args) const {
     return internal::call_mapped(
         f_,
-        [this](std::vector<Array> arrays, std::span<const int> positions, internal::BodyRef body,
-               int count) { return runner_(plan_, arrays, positions, body, count, *cache_); },
+        [this](std::vector<Array> arrays, const internal::ArgLayout& layout, internal::BodyRef body,
+               int count) { return runner_(plan_, arrays, layout, body, count, *cache_); },
         args...);
   }
 
@@ -164,7 +165,7 @@ template <class F>
 Pmapped<std::decay_t<F>> make_pmapped(F&& f, std::string axis_name, PmapOptions options,
                                       PmapRunner runner, const char* file, int line) {
   PmapPlan plan{axis_name.empty() ? unnamed_axis() : std::move(axis_name), std::move(options),
-                callable_name(typeid(std::decay_t<F>)),
+                callable_name(typeid(std::decay_t<F>), file, line),
                 std::string(file) + ":" + std::to_string(line)};
   check_pmap_options(plan);
   return Pmapped<std::decay_t<F>>(std::forward<F>(f), std::move(plan), runner);

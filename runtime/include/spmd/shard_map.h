@@ -8,10 +8,12 @@
 // For an Array argument of shape S with in_spec p, the device at mesh coordinate c receives the
 // block whose dimension d is slice k of S[d] / m, where the spec entry for d names axes with total
 // size m and k is c's mixed-radix index over those axes (first name most significant). Rank is
-// preserved. Axes the spec does not mention replicate the block. Non-Array arguments are passed
-// unchanged to every device. Outputs are assembled the other way round from out_specs; an axis an
-// out_spec leaves out means "equal on every device along it" and is checked at run time by
-// check_vma (JAX's varying-manual-axes types, tracked per value), never by comparing data.
+// preserved. Axes the spec does not mention replicate the block. A std::vector<Array> or
+// std::tuple<Array...> argument is mapped element by element (one spec for all its elements, or
+// one per element: see Specs); other arguments are passed unchanged to every device. Outputs are
+// assembled the other way round from out_specs; an axis an out_spec leaves out means "equal on
+// every device along it" and is checked at run time by check_vma (JAX's varying-manual-axes types,
+// tracked per value), never by comparing data.
 //
 // Example:
 //   spmd::Mesh mesh = spmd::make_mesh({4}, {"i"});
@@ -23,9 +25,10 @@
 //   w);
 //
 // Errors (ValueError, TypeError, NameError) carry JAX's message for the same mistake, naming the
-// argument, spec and mesh. A device that throws aborts the whole call and the first error is
-// rethrown here with the device recorded. Calls from several host threads are safe; each device
-// runs its calls in launch order.
+// argument, spec and mesh, and the function by ShardMapOptions::name or, without one, by where
+// shard_map was called ("<lambda> at train.cc:42"). A device that throws aborts the whole call and
+// the first error is rethrown here with the device recorded. Calls from several host threads are
+// safe; each device runs its calls in launch order.
 #pragma once
 
 #include <array>
@@ -57,29 +60,53 @@ struct ShardMapOptions {
   std::set<std::string> axis_names = {};
   // Name of the mapped function in error messages; empty: derived from the callable's type.
   std::string name = "";
-  // Collective deadline for this call in seconds; empty: spmd::collective_timeout_s().
+  // Collective deadline for this call in seconds, positive and at most 1e9 (ValueError otherwise,
+  // as for InitOptions); empty: spmd::collective_timeout_s().
   std::optional<double> collective_timeout_s = std::nullopt;
   // Positions (among all of f's arguments) of Array arguments the call consumes (JAX's
   // jit(shard_map(...), donate_argnums)): deleted after the call; a later use is a ValueError.
   std::vector<int> donate_argnums = {};
 };
 
-// in_specs / out_specs: one PartitionSpec for every Array argument (or output), or one per Array
-// argument (or output), in order.
-class Specs {
+// One in_specs entry: a PartitionSpec, which applies to an Array argument or to every element of
+// a container argument (JAX's pytree prefix rule), or a braced list of PartitionSpecs, one per
+// element of a std::vector<Array> / std::tuple<Array...> argument.
+class SpecEntry {
  public:
-  Specs(std::initializer_list<PartitionSpec> specs) : specs_(specs), single_(false) {}
-  Specs(PartitionSpec spec) : specs_{std::move(spec)}, single_(true) {}
-  Specs(std::vector<PartitionSpec> specs) : specs_(std::move(specs)), single_(false) {}
+  SpecEntry(PartitionSpec spec) : specs_{std::move(spec)}, per_element_(false) {}
+  SpecEntry(std::initializer_list<PartitionSpec> per_element)
+      : specs_(per_element), per_element_(true) {}
 
-  // True when one spec applies to every leaf.
-  bool is_single() const { return single_; }
+  // True for a list of one spec per element.
+  bool per_element() const { return per_element_; }
   const std::vector<PartitionSpec>& specs() const { return specs_; }
   // "P('i',)" or "[P('i',), P()]".
   std::string str() const;
 
  private:
   std::vector<PartitionSpec> specs_;
+  bool per_element_;
+};
+
+// in_specs / out_specs: one PartitionSpec for every Array (argument or output), or one entry per
+// mapped argument (an Array, a std::vector<Array> or a std::tuple of Arrays) or per output, in
+// order:
+//   shard_map(f, mesh, {P("i"), {P("i"), P()}}, P("i"))(x, std::vector<Array>{a, b})
+// gives x P("i"), a P("i") and b P(); {P("i"), P()} would give both a and b P().
+class Specs {
+ public:
+  Specs(std::initializer_list<SpecEntry> entries) : entries_(entries), single_(false) {}
+  Specs(PartitionSpec spec) : entries_{SpecEntry(std::move(spec))}, single_(true) {}
+  Specs(std::vector<PartitionSpec> specs) : entries_(specs.begin(), specs.end()), single_(false) {}
+
+  // True when one spec applies to every leaf.
+  bool is_single() const { return single_; }
+  const std::vector<SpecEntry>& entries() const { return entries_; }
+  // "P('i',)" or "[P('i',), [P('i',), P()]]".
+  std::string str() const;
+
+ private:
+  std::vector<SpecEntry> entries_;
   bool single_;
 };
 
@@ -95,68 +122,146 @@ struct ShardMapPlan {
   // When set, out_specs are computed from the first device's outputs instead (the compat pmap's
   // out_axes depend on the outputs' ranks).
   std::function<Specs(const std::vector<Array>& outputs)> out_specs_from = nullptr;
+  // in_specs holds one spec per Array leaf rather than one entry per argument (the compat pmap,
+  // which resolves in_axes per leaf).
+  bool in_specs_per_leaf = false;
 };
 
-// A non-owning callable: blocks of this device -> outputs of this device.
+// Where the Array leaves of a call come from: each mapped argument of f (an Array, or a
+// std::vector<Array> / std::tuple of Arrays, one leaf per element) in order.
+class ArgLayout {
+ public:
+  struct Arg {
+    int position;    // among all of f's arguments
+    size_t first;    // its first leaf
+    size_t count;    // its number of leaves
+    bool container;  // a std::vector or std::tuple (its leaves are its elements)
+  };
+  void add(int position, size_t count, bool container);
+  const std::vector<Arg>& args() const { return args_; }
+  size_t leaf_count() const { return leaf_positions_.size(); }
+  // The position among f's arguments of each leaf.
+  std::span<const int> leaf_positions() const { return leaf_positions_; }
+  // The index in args() of the argument a leaf belongs to.
+  size_t arg_of(size_t leaf) const { return leaf_args_[leaf]; }
+  // "args[1]" or, for element 2 of a container argument, "args[1][2]".
+  std::string leaf_name(size_t leaf) const;
+
+ private:
+  std::vector<Arg> args_;
+  std::vector<int> leaf_positions_;
+  std::vector<size_t> leaf_args_;
+  std::vector<int> leaf_elements_;  // index inside its container, -1 for an Array argument
+};
+
+// A non-owning callable: blocks of this device -> outputs of this device. `user_code`: it is
+// the user's function (false for spmd's own adapters around it, such as the compat pmap's).
 struct BodyRef {
   const void* object;
   std::vector<Array> (*call)(const void* object, const std::vector<Array>& blocks);
+  bool user_code = true;
 };
 
 // Runs the body on every mesh device and assembles the outputs (the non-template part of
-// shard_map). `num_outputs` is the output count known from the body's return type, or -1 when
-// it is only known at run time (std::vector<Array>).
-// `arg_positions[i]` is the position of the i-th Array among all of f's arguments (for messages).
+// shard_map). `args` holds the Array leaves, `layout` where they come from. `num_outputs` is the
+// output count known from the body's return type, or -1 when it is only known at run time
+// (std::vector<Array>).
 std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
-                                 std::span<const int> arg_positions, BodyRef body, int num_outputs);
+                                 const ArgLayout& layout, BodyRef body, int num_outputs);
 
 // P(None x axis, name) for an int axis, P() for nullopt (pmap/smap in_axes -> PartitionSpec).
 // ValueError for a negative axis.
 PartitionSpec axis_spec(std::optional<int> axis, const std::string& name);
 
-// A readable name for a callable type: "<lambda>", "<function>", or the functor's class name.
-std::string callable_name(const std::type_info& type);
+// A readable name for a type, for messages: the demangled name ("std::runtime_error"), or
+// "<lambda>" or "<function>" for a lambda's or a function pointer's type.
+std::string type_name(const std::type_info& type);
+
+// A readable name for a callable type created at file:line, for messages: "<lambda> at
+// main.cc:12", "<function> at main.cc:12", or the functor's class name and the place.
+std::string callable_name(const std::type_info& type, const char* file, int line);
 
 template <class T>
 inline constexpr bool kIsArray = std::is_same_v<std::decay_t<T>, Array>;
 
-// Position of argument I among the Array arguments.
-template <size_t I, class... Args>
-constexpr size_t array_ordinal() {
-  constexpr bool is_array[] = {kIsArray<Args>..., false};
-  size_t n = 0;
-  for (size_t k = 0; k < I; ++k) n += is_array[k] ? 1 : 0;
-  return n;
-}
-
-// Positions of the Array arguments among Args.
-template <class... Args>
-struct ArrayPositions {
-  static constexpr size_t kCount = (size_t{0} + ... + (kIsArray<Args> ? 1 : 0));
-  static constexpr std::array<int, kCount> make() {
-    std::array<int, kCount> out{};
-    constexpr bool is_array[] = {kIsArray<Args>..., false};
-    size_t n = 0;
-    for (size_t k = 0; k < sizeof...(Args); ++k) {
-      if (is_array[k]) out[n++] = static_cast<int>(k);
-    }
-    return out;
+// How an argument type maps: Arrays are split into blocks, std::vector<Array> and std::tuple of
+// Arrays element by element; anything else is passed unchanged to every device.
+template <class T>
+struct ArgLeaves {
+  static constexpr bool kMapped = false;
+};
+template <>
+struct ArgLeaves<Array> {
+  static constexpr bool kMapped = true;
+  static constexpr bool kContainer = false;
+  static size_t count(const Array&) { return 1; }
+  static void append(const Array& a, std::vector<Array>& out) { out.push_back(a); }
+  static const Array& block(const std::vector<Array>& blocks, size_t first, const Array&) {
+    return blocks[first];
   }
-  static constexpr std::array<int, kCount> kValue = make();
+};
+template <>
+struct ArgLeaves<std::vector<Array>> {
+  static constexpr bool kMapped = true;
+  static constexpr bool kContainer = true;
+  static size_t count(const std::vector<Array>& v) { return v.size(); }
+  static void append(const std::vector<Array>& v, std::vector<Array>& out) {
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  static std::vector<Array> block(const std::vector<Array>& blocks, size_t first,
+                                  const std::vector<Array>& v) {
+    auto begin = blocks.begin() + static_cast<std::ptrdiff_t>(first);
+    return std::vector<Array>(begin, begin + static_cast<std::ptrdiff_t>(v.size()));
+  }
+};
+template <class... Ts>
+struct ArgLeaves<std::tuple<Ts...>> {
+  static_assert((kIsArray<Ts> && ...) || (!kIsArray<Ts> && ...),
+                "a std::tuple argument of shard_map/pmap holds only Arrays (mapped element by "
+                "element) or no Array at all (passed unchanged to every device)");
+  static constexpr bool kMapped = sizeof...(Ts) > 0 && (kIsArray<Ts> && ...);
+  static constexpr bool kContainer = true;
+  static size_t count(const std::tuple<Ts...>&) { return sizeof...(Ts); }
+  static void append(const std::tuple<Ts...>& t, std::vector<Array>& out) {
+    std::apply([&out](const auto&... a) { (out.push_back(a), ...); }, t);
+  }
+  static std::tuple<Ts...> block(const std::vector<Array>& blocks, size_t first,
+                                 const std::tuple<Ts...>&) {
+    return make(blocks, first, std::index_sequence_for<Ts...>{});
+  }
+  template <size_t... Is>
+  static std::tuple<Ts...> make(const std::vector<Array>& blocks, size_t first,
+                                std::index_sequence<Is...>) {
+    return std::tuple<Ts...>(blocks[first + Is]...);
+  }
 };
 
-// The value f receives for argument I: its block, or the argument itself.
-template <size_t I, class... Args, class Arg>
-decltype(auto) block_or_static(const std::vector<Array>& blocks, const Arg& arg) {
-  if constexpr (kIsArray<Arg>) {
-    return static_cast<const Array&>(blocks[array_ordinal<I, Args...>()]);
+template <class T>
+inline constexpr bool kIsMapped = ArgLeaves<std::decay_t<T>>::kMapped;
+
+// What f receives for an argument of type Arg: its block(s), or the argument itself.
+template <class Arg>
+decltype(auto) block_or_static(const std::vector<Array>& blocks, size_t first, const Arg& arg) {
+  if constexpr (kIsMapped<Arg>) {
+    return ArgLeaves<Arg>::block(blocks, first, arg);
   } else {
     return static_cast<const Arg&>(arg);
   }
 }
+template <class Arg>
+using BodyArg = decltype(block_or_static<Arg>(std::declval<const std::vector<Array>&>(), size_t{},
+                                              std::declval<const Arg&>()));
 
 template <class R>
-struct OutputTraits;
+struct OutputTraits {
+  static_assert(sizeof(R) == 0,
+                "a shard_map/pmap body returns void, spmd::Array, std::tuple<Array, ...> or "
+                "std::vector<Array>; convert other values (a float, a std::pair, ...) to Arrays");
+  // Declared only so that the assertion above is the one error reported.
+  static constexpr int kCount = 0;
+  static std::vector<Array> flatten(R);
+  static R unflatten(std::vector<Array>);
+};
 template <>
 struct OutputTraits<Array> {
   static constexpr int kCount = 1;
@@ -176,7 +281,9 @@ struct OutputTraits<std::vector<Array>> {
 };
 template <class... Ts>
 struct OutputTraits<std::tuple<Ts...>> {
-  static_assert((kIsArray<Ts> && ...), "shard_map bodies return Array or a std::tuple of Arrays");
+  static_assert((kIsArray<Ts> && ...),
+                "a shard_map/pmap body returns void, spmd::Array, std::tuple<Array, ...> or "
+                "std::vector<Array>: every element of a returned tuple must be an Array");
   static constexpr int kCount = sizeof...(Ts);
   static std::vector<Array> flatten(std::tuple<Ts...> t) {
     return std::apply([](auto&&... a) { return std::vector<Array>{Array(a)...}; }, std::move(t));
@@ -190,45 +297,71 @@ struct OutputTraits<std::tuple<Ts...>> {
   }
 };
 
-// f's result type when called with blocks in place of its Array arguments.
+// True when f can be called with the blocks in place of Args (through a const reference).
 template <class F, class... Args>
-using MappedResult =
-    std::decay_t<std::invoke_result_t<const F&, decltype(block_or_static<0, Args...>(
-                                                    std::declval<const std::vector<Array>&>(),
-                                                    std::declval<const Args&>()))...>>;
+inline constexpr bool kBodyCallable = std::is_invocable_v<const F&, BodyArg<Args>...>;
 
-// Calls f with `blocks` in place of its Array arguments and the other arguments unchanged, and
-// flattens its result.
+// f's result type when called with blocks in place of its mapped arguments.
+template <class F, class... Args>
+using MappedResult = std::decay_t<std::invoke_result_t<const F&, BodyArg<Args>...>>;
+
+// Marks that this device now runs the user's function (its caller may stop waiting for it once
+// a deadline passes). Called by invoke_with_blocks once it has read everything it needs from the
+// caller's frame; a no-op outside a device body or when already in user code.
+void begin_user_code();
+
+// Calls f with the blocks in place of its mapped arguments (argument I's leaves start at
+// first[I]) and the other arguments unchanged, and flattens its result. `first` and `args` live
+// in the caller's frame: they are read into `inputs` before the user code begins.
 template <class F, size_t... Is, class... Args>
 std::vector<Array> invoke_with_blocks(const F& f, const std::vector<Array>& blocks,
+                                      const std::array<size_t, sizeof...(Args)>& first,
                                       std::index_sequence<Is...>, const Args&... args) {
-  using R = decltype(f(block_or_static<Is, Args...>(blocks, args)...));
+  using R = MappedResult<F, Args...>;
+  std::tuple<BodyArg<Args>...> inputs(block_or_static<Args>(blocks, first[Is], args)...);
+  begin_user_code();
   if constexpr (std::is_void_v<R>) {
-    f(block_or_static<Is, Args...>(blocks, args)...);
+    std::apply(f, std::move(inputs));
     return {};
   } else {
-    return OutputTraits<std::decay_t<R>>::flatten(f(block_or_static<Is, Args...>(blocks, args)...));
+    return OutputTraits<R>::flatten(std::apply(f, std::move(inputs)));
   }
 }
 
-// What shard_map and pmap do with a call's arguments: hand `run` the Array arguments, their
-// positions, a body that calls f per device, and the output count; unflatten what it returns.
+// What shard_map and pmap do with a call's arguments: hand `run` the Array leaves, their layout,
+// a body that calls f per device, and the output count; unflatten what it returns.
 template <class F, class Run, class... Args>
 auto call_mapped(const F& f, Run&& run, const Args&... args) {
-  using Traits = OutputTraits<MappedResult<F, Args...>>;
-  std::vector<Array> arrays;
-  [[maybe_unused]] auto collect = [&arrays](const auto& arg) {
-    if constexpr (kIsArray<decltype(arg)>) arrays.push_back(arg);
-  };
-  (collect(args), ...);
-  auto call = [&](const std::vector<Array>& blocks) {
-    return invoke_with_blocks(f, blocks, std::index_sequence_for<Args...>{}, args...);
-  };
-  BodyRef body{&call, [](const void* object, const std::vector<Array>& blocks) {
-                 return (*static_cast<const decltype(call)*>(object))(blocks);
-               }};
-  return Traits::unflatten(
-      run(std::move(arrays), ArrayPositions<Args...>::kValue, body, Traits::kCount));
+  static_assert(kBodyCallable<F, Args...>,
+                "the mapped function cannot be called with the blocks of these arguments: it "
+                "must be callable as const (no mutable lambda) and take each Array argument as "
+                "`const spmd::Array&` or `spmd::Array` (not `spmd::Array&`), each "
+                "std::vector<Array> / std::tuple<Array...> argument as the same container, and "
+                "other arguments as given");
+  if constexpr (kBodyCallable<F, Args...>) {
+    using Traits = OutputTraits<MappedResult<F, Args...>>;
+    std::vector<Array> leaves;
+    ArgLayout layout;
+    std::array<size_t, sizeof...(Args)> first{};
+    int position = 0;
+    [[maybe_unused]] auto collect = [&](const auto& arg) {
+      using Arg = std::decay_t<decltype(arg)>;
+      if constexpr (kIsMapped<Arg>) {
+        first[static_cast<size_t>(position)] = leaves.size();
+        layout.add(position, ArgLeaves<Arg>::count(arg), ArgLeaves<Arg>::kContainer);
+        ArgLeaves<Arg>::append(arg, leaves);
+      }
+      ++position;
+    };
+    (collect(args), ...);
+    auto call = [&](const std::vector<Array>& blocks) {
+      return invoke_with_blocks(f, blocks, first, std::index_sequence_for<Args...>{}, args...);
+    };
+    BodyRef body{&call, [](const void* object, const std::vector<Array>& blocks) {
+                   return (*static_cast<const decltype(call)*>(object))(blocks);
+                 }};
+    return Traits::unflatten(run(std::move(leaves), layout, body, Traits::kCount));
+  }
 }
 
 }  // namespace internal
@@ -243,9 +376,9 @@ class ShardMapped {
   auto operator()(const Args&... args) const {
     return internal::call_mapped(
         f_,
-        [this](std::vector<Array> arrays, std::span<const int> positions, internal::BodyRef body,
+        [this](std::vector<Array> leaves, const internal::ArgLayout& layout, internal::BodyRef body,
                int count) {
-          return internal::run_shard_map(plan_, std::move(arrays), positions, body, count);
+          return internal::run_shard_map(plan_, std::move(leaves), layout, body, count);
         },
         args...);
   }
@@ -258,11 +391,16 @@ class ShardMapped {
 };
 
 // Maps f over mesh; see the file comment. Specs are validated when the mapped function is called.
+// `file` and `line` locate the call for messages when options.name is empty (defaulted with
+// __builtin_FILE/__builtin_LINE: libstdc++ 12 with Clang 14 lacks std::source_location).
 template <class F>
 ShardMapped<std::decay_t<F>> shard_map(F&& f, Mesh mesh, Specs in_specs, Specs out_specs,
-                                       ShardMapOptions options = {}) {
-  std::string name =
-      options.name.empty() ? internal::callable_name(typeid(std::decay_t<F>)) : options.name;
+                                       ShardMapOptions options = {},
+                                       const char* file = __builtin_FILE(),
+                                       int line = __builtin_LINE()) {
+  std::string name = options.name.empty()
+                         ? internal::callable_name(typeid(std::decay_t<F>), file, line)
+                         : options.name;
   return ShardMapped<std::decay_t<F>>(
       std::forward<F>(f),
       internal::ShardMapPlan{std::move(mesh), std::move(in_specs), std::move(out_specs),
@@ -276,7 +414,9 @@ ShardMapped<std::decay_t<F>> shard_map(F&& f, Mesh mesh, Specs in_specs, Specs o
 template <class F>
 ShardMapped<std::decay_t<F>> smap(F&& f, Mesh mesh, std::string axis_name,
                                   std::vector<std::optional<int>> in_axes,
-                                  std::vector<std::optional<int>> out_axes) {
+                                  std::vector<std::optional<int>> out_axes,
+                                  const char* file = __builtin_FILE(),
+                                  int line = __builtin_LINE()) {
   auto to_specs = [&](const std::vector<std::optional<int>>& axes) {
     std::vector<PartitionSpec> specs;
     for (const std::optional<int>& a : axes) specs.push_back(internal::axis_spec(a, axis_name));
@@ -285,7 +425,7 @@ ShardMapped<std::decay_t<F>> smap(F&& f, Mesh mesh, std::string axis_name,
   ShardMapOptions options;
   options.axis_names = {axis_name};
   return shard_map(std::forward<F>(f), std::move(mesh), to_specs(in_axes), to_specs(out_axes),
-                   std::move(options));
+                   std::move(options), file, line);
 }
 
 }  // namespace spmd

@@ -42,7 +42,7 @@ class NamedSharding {
   const PartitionSpec& spec() const { return spec_; }
 
   // Shape of every shard of an array of `global_shape`. ValueError when the spec is longer than
-  // the rank or a split dimension is not divisible.
+  // the rank, a split dimension is not divisible or the shape is not a valid shape.
   Shape shard_shape(const Shape& global_shape) const;
   // The index of each mesh device's shard, in mesh (row-major) order.
   std::vector<Index> device_indices(const Shape& global_shape) const;
@@ -62,8 +62,8 @@ class Sharding {
   explicit Sharding(NamedSharding named) : named_(std::move(named)) {}
 
   bool is_named() const { return named_.has_value(); }
-  // The NamedSharding; std::bad_optional_access for a single-device sharding.
-  const NamedSharding& named() const { return named_.value(); }
+  // The NamedSharding; TypeError for a single-device sharding (check is_named() first).
+  const NamedSharding& named() const;
   // Every device that holds a shard, in mesh order.
   std::vector<Device> devices() const;
   std::string str() const;  // "SingleDeviceSharding(cpu:0)" or the NamedSharding form

@@ -27,6 +27,7 @@
 #include "spmd/npy.h"
 #include "spmd/ops.h"
 #include "spmd/partition_spec.h"
+#include "spmd/pmap_mesh.h"
 #include "spmd/random.h"
 #include "spmd/shard_map.h"
 #include "spmd/sharding.h"

@@ -53,8 +53,8 @@ class SideBySide {
   bool ok() const { return report_.empty(); }
   // Empty when ok(); else one line per difference.
   const std::string& report() const { return report_; }
-  // The outputs of the path with this index, in the order added.
-  const std::vector<Array>& outputs(size_t path) const { return paths_.at(path).outputs; }
+  // The outputs of the path with this index, in the order added; IndexError past the last path.
+  const std::vector<Array>& outputs(size_t path) const;
 
  private:
   struct Path {

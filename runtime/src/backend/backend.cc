@@ -1,6 +1,13 @@
 // Buffer (backend.h), dense strides (kernels.h) and copies between devices (transfer.h).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <new>
+
 #include "backend/registry.h"
 #include "backend/transfer.h"
+#include "spmd/errors.h"
 
 namespace spmd::internal {
 namespace {
@@ -35,11 +42,29 @@ Strides dense_strides(const Shape& shape) {
   return strides;
 }
 
+void check_host_memory(const Device& device, size_t bytes) {
+  static const uint64_t host_bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * page_size : UINT64_MAX;
+  }();
+  if (bytes <= host_bytes) return;
+  throw ResourceExhausted(fmt::format(
+      "RESOURCE_EXHAUSTED: Out of memory while trying to allocate {} bytes ({:.1f} GiB) on {}: "
+      "the host has {:.1f} GiB of memory.",
+      bytes, bytes / 1073741824.0, device.str(), host_bytes / 1073741824.0));
+}
+
 Buffer::Buffer(Device device, size_t bytes)
-    : device_(device),
-      backend_(&backend_for(device)),
-      bytes_(bytes),
-      data_(backend_->allocate(device, bytes)) {}
+    : device_(device), backend_(&backend_for(device)), bytes_(bytes), data_(nullptr) {
+  try {
+    data_ = backend_->allocate(device, bytes);
+  } catch (const std::bad_alloc&) {
+    throw ResourceExhausted(
+        fmt::format("RESOURCE_EXHAUSTED: Out of memory while trying to allocate {} bytes on {}.",
+                    bytes, device.str()));
+  }
+}
 
 Buffer::~Buffer() { backend_->deallocate(device_, data_, bytes_); }
 

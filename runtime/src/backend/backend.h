@@ -47,12 +47,29 @@ class Buffer {
   void* data_;
 };
 
+// For backends whose device memory is host memory: throws ResourceExhausted when `bytes` exceed
+// the host's physical memory, which no allocation can satisfy (with memory overcommit the
+// allocation itself might succeed and the process be killed when the pages are touched).
+void check_host_memory(const Device& device, size_t bytes);
+
 // The reductions a collective can apply.
 enum class ReduceKind { kSum, kMax, kMin };
 
 // How a blocking operation (a collective, a communicator's creation) learns that it must stop:
 // the abort token of the call it serves and the calling device's deadline. Backends check
-// aborted() while they wait (an atomic load) and never wait past deadline().
+// aborted() while they wait (an atomic load), never wait past deadline(), and once it has passed
+// call deadline_passed(), which throws or moves the deadline:
+//
+//   Cancel::Clock::time_point deadline = cancel.deadline();
+//   while (!ready()) {
+//     if (cancel.aborted()) cancel.throw_aborted();
+//     if (Cancel::Clock::now() >= deadline) {
+//       cancel.deadline_passed();
+//       deadline = cancel.deadline();
+//     } else {
+//       sleep_until(deadline);  // woken by abort() and by the other members
+//     }
+//   }
 class Cancel {
  public:
   using Clock = std::chrono::steady_clock;
@@ -60,13 +77,16 @@ class Cancel {
 
   // True once the call has aborted; the call then also aborts every communicator it uses.
   virtual bool aborted() const = 0;
-  // When the calling device's current wait must end; fixed at the first call per collective.
+  // When the calling device's current wait must end; set at the first call per collective, and
+  // moved only by deadline_passed().
   virtual Clock::time_point deadline() = 0;
   // Throws the error that stands for the call's abort.
   [[noreturn]] virtual void throw_aborted() = 0;
-  // Aborts the call and throws CollectiveTimeout naming the devices that did not arrive; for a
-  // waiter whose deadline has passed.
-  [[noreturn]] virtual void throw_timeout() = 0;
+  // For a waiter whose deadline has passed: aborts the call and throws CollectiveTimeout naming
+  // the devices that did not arrive, or returns when the deadline moved later (a member of the
+  // group had not started its body yet, or started late: the deadline counts from when the last
+  // one did), and the waiter waits on until deadline().
+  virtual void deadline_passed() = 0;
   // How many device threads the call runs: a hint for how long to spin before sleeping.
   virtual int threads() const = 0;
   // The call's number among this process's calls over meshes that span processes (1, 2, ...;
@@ -150,7 +170,9 @@ class Backend {
   // How many devices the platform has in this process (0: the platform is absent).
   virtual int device_count() const = 0;
 
-  // Memory for `bytes` bytes on `device`, 64-byte aligned. Never null for bytes > 0.
+  // Memory for `bytes` bytes on `device`, 64-byte aligned. Never null for bytes > 0. When the
+  // memory is not available, throws ResourceExhausted saying why, or std::bad_alloc (which Buffer
+  // turns into ResourceExhausted naming the size and the device).
   virtual void* allocate(const Device& device, size_t bytes) = 0;
   virtual void deallocate(const Device& device, void* data, size_t bytes) = 0;
   // Whether kernels running for `reader` may read memory of `owner` directly (zero-copy); both

@@ -59,6 +59,8 @@ InUse select_named(std::vector<BackendRegistration>& all, const std::string& lis
   std::vector<Platform> registered;
   for (const BackendRegistration& r : all) registered.push_back(r.platform);
   InUse in_use;
+  // Backends made so far are freed if a later name is bad (in_use keeps them only on success).
+  std::vector<std::unique_ptr<Backend>> made;
   for (const std::string& name : split_list(list)) {
     auto it = std::find_if(all.begin(), all.end(),
                            [&](const BackendRegistration& r) { return r.platform.name() == name; });
@@ -68,7 +70,7 @@ InUse select_named(std::vector<BackendRegistration>& all, const std::string& lis
           "platform of this build; the platforms built in are: {}.",
           list, name, names(registered)));
     }
-    Backend* backend = it->create().release();
+    std::unique_ptr<Backend> backend = it->create();
     if (backend->device_count() == 0) {
       throw ValueError(fmt::format(
           "platforms='{}' (InitOptions::platforms or SPMD_PLATFORMS) asks for '{}', but it has no "
@@ -76,7 +78,7 @@ InUse select_named(std::vector<BackendRegistration>& all, const std::string& lis
           list, name));
     }
     in_use.platforms.push_back(it->platform);
-    in_use.backends.push_back(backend);
+    made.push_back(std::move(backend));
   }
   if (in_use.platforms.empty()) {
     throw ValueError(fmt::format(
@@ -84,6 +86,7 @@ InUse select_named(std::vector<BackendRegistration>& all, const std::string& lis
         "comma-separated list of: {}.",
         list, names(registered)));
   }
+  for (std::unique_ptr<Backend>& backend : made) in_use.backends.push_back(backend.release());
   return in_use;
 }
 

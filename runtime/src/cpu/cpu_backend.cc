@@ -82,6 +82,7 @@ class CpuBackend final : public Backend {
   Platform platform() const override { return Platform::kCpu; }
   int device_count() const override { return settings().cpu_devices; }
   void* allocate(const Device& device, size_t bytes) override {
+    check_host_memory(device, bytes);
     return allocator_.allocate(device.id, bytes);
   }
   void deallocate(const Device& device, void* data, size_t bytes) override {

@@ -135,10 +135,14 @@ void CpuExchange::wait_gate(uint32_t gen, Cancel& cancel) {
   uint32_t v = gen;
   auto changed = [&] { return (v = gate_.word.load(std::memory_order_acquire)) != gen; };
   if (!spin_then_yield(wait_policy(cancel.threads()), changed)) {
-    const Cancel::Clock::time_point deadline = cancel.deadline();
+    Cancel::Clock::time_point deadline = cancel.deadline();
     while ((v = gate_.word.load(std::memory_order_acquire)) == gen) {
       auto left = deadline - Cancel::Clock::now();
-      if (left.count() <= 0) cancel.throw_timeout();
+      if (left.count() <= 0) {
+        cancel.deadline_passed();  // throws, or moves the deadline
+        deadline = cancel.deadline();
+        continue;
+      }
       gate_.sleep(gen, left);
     }
   }

@@ -161,12 +161,14 @@ void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cance
     cv_.notify_all();
     return;
   }
-  const Clock::time_point deadline = cancel.deadline();
+  Clock::time_point deadline = cancel.deadline();
   while (generation_ == generation && !aborted_) {
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == generation &&
         !aborted_) {
       lock.unlock();
-      cancel.throw_timeout();
+      cancel.deadline_passed();  // throws, or moves the deadline
+      deadline = cancel.deadline();
+      lock.lock();
     }
   }
   if (generation_ == generation) {
@@ -178,7 +180,9 @@ void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cance
 void CrossProcessExchange::gloo_failed(const std::exception& e, const char* what, Cancel& cancel) {
   if (cancel.aborted()) cancel.throw_aborted();
   const std::string text = e.what();
-  if (text.find("imed out") != std::string::npos) cancel.throw_timeout();
+  // Gloo's own deadline is the call's: past it, the call names who did not arrive (a deadline
+  // that moved later cannot resume a half-done Gloo operation: it ends as below).
+  if (text.find("imed out") != std::string::npos) cancel.deadline_passed();
   std::string processes;
   for (size_t p = 0; p < process_of_.size(); ++p) {
     if (static_cast<int>(p) == context_->rank) continue;

@@ -6,7 +6,12 @@
 // the caller gets the first error with the device that raised it. Before a device blocks in a
 // collective, the call's SequenceCheck compares it with the other devices, so that a device that
 // runs a different collective, or returned from the body early, is reported at once; a device
-// that never arrives is reported at the collective deadline.
+// that never arrives is reported at the collective deadline, which counts from when every member
+// of the collective's group has started its body (a device may first finish earlier calls).
+//
+// The call lives on the heap (exec/launch.cc) so that its caller may stop waiting for a body that
+// does not return after the call failed: settle() says when; that body's device is then
+// quarantined by the executor until the body returns.
 #pragma once
 
 #include <atomic>
@@ -24,6 +29,7 @@
 #include "exec/sequence_check.h"
 #include "spmd/collectives.h"
 #include "spmd/mesh.h"
+#include "spmd/shard_map.h"
 
 namespace spmd::internal {
 
@@ -60,10 +66,22 @@ struct CallSpec {
   std::string fun_name;      // the body's name in messages
 };
 
+struct DeviceContext;
+
+// What the waiting caller of an aborted call does (settle()).
+struct Settlement {
+  bool abandon = false;  // stop waiting; the bodies at `stuck` still run user code
+  std::vector<int> stuck;
+  std::string why;  // what those bodies are, for the quarantine message
+  std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max();
+};
+
 class CallContext final : public Cancel {
  public:
   explicit CallContext(CallSpec spec);
   ~CallContext() override;
+  CallContext(const CallContext&) = delete;
+  CallContext& operator=(const CallContext&) = delete;
 
   const Mesh& mesh() const { return spec_.mesh; }
   int num_devices() const { return static_cast<int>(spec_.mesh.size()); }
@@ -71,11 +89,35 @@ class CallContext final : public Cancel {
   bool check_vma() const { return spec_.check_vma; }
   const std::string& fun_name() const { return spec_.fun_name; }
 
-  // ---- faults ----
+  // ---- the bodies' lifecycle, on device threads ----
+  // The body of device `rank` starts. False when it must not run: the call aborted before it
+  // started (its caller may already have returned).
+  bool start(int rank);
+  // The body of device `rank` returned normally (it may still be wrong: CollectiveMismatch).
+  void finish(int rank);
   // A device body raised `error`: record it (first error wins) with the device, abort the call.
   void fail(int rank, std::exception_ptr error);
-  // The error the caller rethrows, or null.
-  std::exception_ptr error() const;
+  // The body of device `rank` is over (after finish or fail, or an abort it unwound from).
+  void done(int rank);
+  // Device `rank` enters and leaves the user's function (see call_body). Leaving with `check`
+  // throws the call's abort if it aborted meanwhile: the caller may have stopped waiting.
+  void enter_user_code(int rank);
+  void leave_user_code(int rank, bool check);
+
+  // ---- faults, for the caller ----
+  // The error the caller rethrows, or null; moved out, so that the caller holds the exception's
+  // only reference (a body's thread may drop the launch last, and must not destroy the exception
+  // object the caller is reading).
+  std::exception_ptr take_error();
+  // Calls `listener(arg)` when the call aborts (once, on the aborting thread).
+  void set_abort_listener(void (*listener)(void*), void* arg);
+  // After an abort: whether the caller may stop waiting. Every body gets until the abort plus the
+  // deadline to start and return (a body that has not started by then never does), except those
+  // a timeout named as not arriving, which had theirs; the caller stops waiting once only bodies
+  // past their time remain, stuck in user code.
+  Settlement settle();
+  // Device `rank` cannot run its body (`why`: it was quarantined while the call waited for it).
+  void lose(int rank, const std::string& why);
 
   // ---- the collective protocol, called on device threads ----
   // Device `rank` enters its next collective, over mesh axes `axes` split into `groups`: checks
@@ -83,41 +125,56 @@ class CallContext final : public Cancel {
   Communicator& enter(int rank, const OpSignature& sig, const std::vector<int>& axes,
                       const AxisIndexGroups& groups);
   void leave(int rank);
-  // The body of device `rank` returned normally.
-  void finish(int rank);
 
   // ---- Cancel ----
   bool aborted() const override { return aborted_.load(std::memory_order_acquire); }
   Clock::time_point deadline() override;
   [[noreturn]] void throw_aborted() override;
-  [[noreturn]] void throw_timeout() override;
+  void deadline_passed() override;
   int threads() const override { return num_devices() + 1; }
   uint64_t cross_process_call() const override { return cross_process_call_; }
   uint64_t collective_hash() const override;
   std::string describe_collective() override;
 
  private:
-  enum class AbortKind { kNone, kDeviceError, kMismatch, kTimeout };
+  enum class AbortKind { kNone, kDeviceError, kMismatch, kTimeout, kUnavailable };
+  // kRunning: spmd's own code (finite; never abandoned); kUser: the user's function.
+  enum Phase : uint8_t { kQueued, kRunning, kUser, kDone, kSkipped };
   // The communicator sets of one GroupKey (one per group), borrowed from the pool.
   struct Groups {
     GroupLayout layout;
     std::vector<std::unique_ptr<CommunicatorSet>> sets;
   };
 
-  void abort(AbortKind kind, std::exception_ptr error, const std::string& message);
-  [[noreturn]] void abort_mismatch(const std::string& message);
+  // Records the first abort (its kind, error, message and the device it is attributed to) and
+  // aborts every communicator. A device error of a device earlier in the mesh replaces a recorded
+  // device error.
+  void abort(AbortKind kind, std::exception_ptr error, const std::string& message,
+             const Device& device);
+  int64_t mesh_position(const Device& device) const;
+  [[noreturn]] void abort_mismatch(const std::string& message, const Device& device);
+  [[noreturn]] void throw_timeout(DeviceContext& ctx, const std::vector<int>& missing);
   Groups& groups(const GroupKey& key);
+  // When the body of `rank` started (steady clock, ns), or -1 while it has not.
+  int64_t started_ns(int rank) const;
 
   CallSpec spec_;
   std::chrono::nanoseconds timeout_;
   std::unique_ptr<SequenceCheck> check_;
   uint64_t cross_process_call_ = 0;
+  std::unique_ptr<std::atomic<uint8_t>[]> phase_;       // Phase of each body
+  std::unique_ptr<std::atomic<int64_t>[]> started_ns_;  // when each body started
+  void (*listener_)(void*) = nullptr;
+  void* listener_arg_ = nullptr;
 
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;  // guards everything below
   AbortKind abort_kind_ = AbortKind::kNone;
   std::string abort_message_;
+  Device abort_device_;
+  Clock::time_point abort_time_;
   std::exception_ptr error_;
+  std::vector<char> blamed_;  // the devices a timeout named as not arriving
   std::map<GroupKey, std::unique_ptr<Groups>> groups_;
 };
 
@@ -134,6 +191,7 @@ struct DeviceContext {
   int group_rank = 0;                         // this device's rank in that group
   uint64_t bound = 0;                         // mesh axes collectives may name here
   int pmap_depth = 0;                         // pmap levels whose bodies run here
+  int user_depth = 0;                         // 0, 1 body called, 2 in user code (call_body)
   uint64_t deadline_for = 0;                  // the collective `deadline` belongs to
   Cancel::Clock::time_point deadline;
   // Communicators already looked up by this device (avoids the call's mutex on every collective).
@@ -148,6 +206,12 @@ struct DeviceContext {
 
 // The context of the body running on this thread, or null outside mapped bodies.
 DeviceContext* current_device_context();
+
+// Calls `body` with `blocks` on this device's thread. The outermost call of the user's function
+// marks it as user code: only there may the call's caller stop waiting for this body (settle()),
+// so spmd's code around it never runs after its caller has returned; after it, an aborted call
+// throws instead of returning into that code.
+std::vector<Array> call_body(const BodyRef& body, const std::vector<Array>& blocks);
 
 // Installs `ctx` as this thread's context for its lifetime.
 class DeviceScope {

@@ -1,10 +1,16 @@
 // Device worker threads and call launch (executor.h).
 #include "exec/executor.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
+#include <system_error>
+#include <thread>
 
 #include "backend/registry.h"
 #include "exec/futex.h"
+#include "spmd/errors.h"
 
 namespace spmd::internal {
 namespace {
@@ -16,20 +22,31 @@ int total_devices() {
   return n;
 }
 
-thread_local bool tls_on_worker = false;
 constexpr std::chrono::seconds kIdleSleep{3600};
-// Launch::done goes 0 -> kDone -> kReleased; the caller may return only at kReleased.
-constexpr uint32_t kDone = 1;
-constexpr uint32_t kReleased = 2;
+std::atomic<int> thread_starts_left{-1};  // fail_thread_starts_for_testing; -1: unlimited
+std::atomic<int> worker_threads{0};       // running worker loops, for messages
+
+ResourceExhausted thread_error(const Device& device, const std::system_error& e) {
+  return ResourceExhausted(fmt::format(
+      "RESOURCE_EXHAUSTED: could not start the worker thread of {} ({} worker threads running): "
+      "{}. Each device is a host thread: use fewer devices (spmd::initialize({{.cpu_devices = "
+      "...}}) or SPMD_CPU_DEVICES) or raise the process's thread limit.",
+      device.str(), worker_threads.load(), e.what()));
+}
 
 }  // namespace
 
 struct Executor::Launch {
-  std::atomic<int> remaining;
-  std::atomic<uint32_t> done{0};
+  Owner owner;
+  void* arg;
+  std::shared_ptr<void> keep;
+  std::atomic<int> refs;            // the caller's, and one per task not completed
+  std::atomic<int> remaining;       // tasks not completed
+  std::atomic<int> unstarted;       // tasks no thread has taken yet: helping stops at 0
+  std::atomic<uint32_t> events{0};  // bumped to wake the caller (last completion, wake())
   std::atomic<uint32_t> caller_sleeping{0};
-  std::atomic<int> unstarted;    // tasks no thread has taken yet: helping stops at 0
-  std::vector<Worker*> workers;  // of the launch's devices, in order; set before any task runs
+  std::atomic<bool> wake_each{false};  // wake the caller after every completion (after wake())
+  std::vector<Worker*> workers;        // of the launch's devices, in order
 };
 
 Executor& Executor::instance() {
@@ -38,23 +55,63 @@ Executor& Executor::instance() {
   return *executor;
 }
 
-Executor::Worker& Executor::worker(const Device& device) {
+Executor::ThreadState& Executor::thread_state() {
+  thread_local ThreadState state;
+  return state;
+}
+
+void Executor::fail_thread_starts_for_testing(int after) { thread_starts_left.store(after); }
+
+std::thread Executor::start_thread(Worker& w) {
+  int left = thread_starts_left.load();
+  while (left > 0 && !thread_starts_left.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left == 0) {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                            "thread creation refused (fail_thread_starts_for_testing)");
+  }
+  return std::thread(&Executor::loop, &w, wait_policy(total_devices() + 1));
+}
+
+Executor::Worker& Executor::worker(const Device& device, std::vector<Worker*>& started) {
   const size_t platform = platform_index(device.platform);
   if (workers_.size() <= platform) workers_.resize(platform + 1);
   std::vector<std::unique_ptr<Worker>>& workers = workers_[platform];
   if (static_cast<int>(workers.size()) <= device.id) workers.resize(device.id + 1);
   std::unique_ptr<Worker>& w = workers[device.id];
   if (!w) {
-    w = std::make_unique<Worker>();
-    w->thread = std::thread(&Executor::loop, w.get(), wait_policy(total_devices() + 1));
-    w->thread.detach();
+    auto made = std::make_unique<Worker>();
+    made->device = device;
+    try {
+      joinable_.emplace_back(made.get(), start_thread(*made));
+    } catch (const std::system_error& e) {
+      throw thread_error(device, e);
+    }
+    w = std::move(made);
+    started.push_back(w.get());
   }
   return *w;
+}
+
+void Executor::roll_back(const std::vector<Worker*>& started) {
+  for (Worker* w : started) {
+    w->stop.store(true);
+    notify(*w);
+  }
+  for (auto& [w, thread] : joinable_) thread.join();
+  joinable_.clear();
+  for (Worker* w : started) workers_[platform_index(w->device.platform)][w->device.id].reset();
 }
 
 void Executor::notify(Worker& w) {
   w.signal.fetch_add(1, std::memory_order_seq_cst);
   if (w.sleeping.load(std::memory_order_seq_cst)) futex_wake_all(w.signal);
+}
+
+void Executor::wake(Launch* launch) {
+  launch->wake_each.store(true, std::memory_order_seq_cst);
+  launch->events.fetch_add(1, std::memory_order_seq_cst);
+  if (launch->caller_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(launch->events);
 }
 
 bool Executor::take(Worker& w, const Launch* launch, Task& task) {
@@ -64,23 +121,29 @@ bool Executor::take(Worker& w, const Launch* launch, Task& task) {
   task = w.queue.front();
   w.queue.pop_front();
   w.busy = true;
+  w.running = task;
+  w.runner = &thread_state();
   task.launch->unstarted.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 
 void Executor::run_task(Worker& w, const Task& task) {
-  task.fn(task.arg, task.index);
+  task.launch->owner.run(task.launch->arg, task.index);
   bool more;
   {
     std::lock_guard<std::mutex> lock(w.mu);
     w.busy = false;
+    w.running = Task{};
+    w.runner = nullptr;
+    // An abandoned body has returned: the device is usable again.
+    if (thread_state().abandoned.load(std::memory_order_relaxed)) w.quarantine.clear();
     more = !w.queue.empty();
   }
   // The device's own thread may have gone to sleep while this task ran on another thread.
   if (more) notify(w);
 }
 
-int Executor::help(const Launch& launch) {
+int Executor::help(Launch& launch) {
   int ran = 0;
   for (Worker* w : launch.workers) {
     if (launch.unstarted.load(std::memory_order_relaxed) == 0) break;
@@ -93,17 +156,25 @@ int Executor::help(const Launch& launch) {
   return ran;
 }
 
+void Executor::release(Launch& launch, int n) {
+  if (launch.refs.fetch_sub(n, std::memory_order_acq_rel) == n) delete &launch;
+}
+
 void Executor::complete(Launch& launch, int n) {
-  if (n == 0 || launch.remaining.fetch_sub(n, std::memory_order_acq_rel) != n) return;
-  launch.done.store(kDone, std::memory_order_seq_cst);
-  if (launch.caller_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(launch.done);
-  // Last touch of `launch`, which lives on the caller's stack.
-  launch.done.store(kReleased, std::memory_order_release);
+  if (n == 0) return;
+  const bool last = launch.remaining.fetch_sub(n, std::memory_order_acq_rel) == n;
+  if (last || launch.wake_each.load(std::memory_order_seq_cst)) {
+    launch.events.fetch_add(1, std::memory_order_seq_cst);
+    if (launch.caller_sleeping.load(std::memory_order_seq_cst)) futex_wake_all(launch.events);
+  }
+  release(launch, n);
 }
 
 void Executor::loop(Worker* w, WaitPolicy policy) {
-  tls_on_worker = true;
-  for (;;) {
+  ThreadState& self = thread_state();
+  self.owner = w;
+  worker_threads.fetch_add(1);
+  while (!w->stop.load(std::memory_order_relaxed)) {
     uint32_t seen = w->signal.load(std::memory_order_seq_cst);
     Task task{};
     if (!take(*w, nullptr, task)) {
@@ -115,36 +186,121 @@ void Executor::loop(Worker* w, WaitPolicy policy) {
       continue;
     }
     run_task(*w, task);
-    // This task's count is held until helping is over, so the launch outlives the help.
-    complete(*task.launch, 1 + help(*task.launch));
+    // This task's reference is held until helping is over, so the launch outlives the help. A
+    // thread whose task was abandoned has been replaced: it helps no more and ends.
+    const bool abandoned = self.abandoned.load(std::memory_order_acquire);
+    complete(*task.launch, 1 + (abandoned ? 0 : help(*task.launch)));
+    if (abandoned) break;
   }
+  worker_threads.fetch_sub(1);
 }
 
-void Executor::run(const std::vector<Device>& devices, TaskFn fn, void* arg) {
-  Launch launch;
-  launch.remaining.store(static_cast<int>(devices.size()), std::memory_order_relaxed);
-  launch.unstarted.store(static_cast<int>(devices.size()), std::memory_order_relaxed);
-  {
+void Executor::run(const std::vector<Device>& devices, const Owner& owner, void* arg,
+                   std::shared_ptr<void> keep, Launch** handle) {
+  const int n = static_cast<int>(devices.size());
+  auto* launch = new Launch{owner, arg, std::move(keep), n + 1, n, n};
+  launch->workers.reserve(devices.size());
+  *handle = launch;
+  try {
     std::lock_guard<std::mutex> launch_lock(launch_mu_);
-    for (const Device& d : devices) launch.workers.push_back(&worker(d));
-    for (size_t i = 0; i < devices.size(); ++i) {
-      Worker& w = *launch.workers[i];
+    std::vector<Worker*> started;
+    try {
+      for (const Device& d : devices) launch->workers.push_back(&worker(d, started));
+    } catch (...) {
+      roll_back(started);
+      throw;
+    }
+    for (auto& [w, thread] : joinable_) thread.detach();
+    joinable_.clear();
+    for (Worker* w : launch->workers) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (!w->quarantine.empty()) throw DeviceUnavailable(w->quarantine);
+    }
+    for (int i = 0; i < n; ++i) {
+      Worker& w = *launch->workers[i];
       {
         std::lock_guard<std::mutex> lock(w.mu);
-        w.queue.push_back(Task{fn, arg, static_cast<int>(i), &launch});
+        w.queue.push_back(Task{launch, i});
       }
       notify(w);
     }
+  } catch (...) {
+    delete launch;
+    throw;
   }
   // The caller helps too (not from a worker thread: a body that launched a call and helped would
   // hold two tasks).
-  if (!tls_on_worker) complete(launch, help(launch));
-  spin_then_yield(wait_policy(static_cast<int>(devices.size()) + 1),
-                  [&] { return launch.done.load(std::memory_order_acquire) != 0; });
-  launch.caller_sleeping.store(1, std::memory_order_seq_cst);
-  while (launch.done.load(std::memory_order_seq_cst) == 0) futex_wait(launch.done, 0, kIdleSleep);
-  // The last worker may still be between its store of kDone and its wake.
-  while (launch.done.load(std::memory_order_acquire) != kReleased) cpu_relax();
+  if (thread_state().owner == nullptr) complete(*launch, help(*launch));
+  wait(*launch);
+  release(*launch, 1);
+}
+
+void Executor::wait(Launch& launch) {
+  auto done = [&] { return launch.remaining.load(std::memory_order_acquire) == 0; };
+  if (spin_then_yield(wait_policy(static_cast<int>(launch.workers.size()) + 1), done)) return;
+  while (!done()) {
+    const uint32_t seen = launch.events.load(std::memory_order_seq_cst);
+    Verdict verdict = launch.owner.poll(launch.arg);
+    if (done()) return;
+    if (verdict.abandon) {
+      abandon(launch, verdict);
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    const auto sleep = std::min<Clock::duration>(verdict.until - now, kIdleSleep);
+    launch.caller_sleeping.store(1, std::memory_order_seq_cst);
+    if (launch.events.load(std::memory_order_seq_cst) == seen && !done()) {
+      futex_wait(launch.events, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(sleep));
+    }
+    launch.caller_sleeping.store(0, std::memory_order_relaxed);
+  }
+}
+
+void Executor::abandon(Launch& launch, const Verdict& verdict) {
+  struct Lost {
+    Launch* launch;
+    int index;
+  };
+  std::vector<Lost> lost;
+  std::string why;
+  for (int index : verdict.stuck) {
+    Worker& w = *launch.workers[index];
+    Worker* orphan = nullptr;  // a worker whose own thread is the abandoned one
+    {
+      std::lock_guard<std::mutex> lock(w.mu);
+      if (!w.busy || w.running.launch != &launch || w.running.index != index) continue;
+      why = fmt::format(
+          "UNAVAILABLE: {} is quarantined: its thread still runs {}, which did not return when "
+          "that call failed; the device takes no work until that body returns.",
+          w.device.str(), verdict.why);
+      w.quarantine = why;
+      w.runner->abandoned.store(true, std::memory_order_release);
+      orphan = w.runner->owner;
+      for (const Task& queued : w.queue) {
+        if (queued.launch == &launch) continue;
+        queued.launch->refs.fetch_add(1, std::memory_order_relaxed);
+        lost.push_back({queued.launch, queued.index});
+      }
+    }
+    if (orphan != nullptr) {
+      std::lock_guard<std::mutex> launch_lock(launch_mu_);
+      try {
+        start_thread(*orphan).detach();
+      } catch (const std::system_error& e) {
+        std::lock_guard<std::mutex> lock(orphan->mu);
+        orphan->quarantine = fmt::format(
+            "UNAVAILABLE: {} has no worker thread: its thread was given up with a body that did "
+            "not return, and a new one could not start ({}).",
+            orphan->device.str(), e.what());
+      }
+    }
+    for (const Lost& l : lost) {
+      l.launch->owner.device_lost(l.launch->arg, l.index, why);
+      wake(l.launch);
+      release(*l.launch, 1);
+    }
+    lost.clear();
+  }
 }
 
 }  // namespace spmd::internal

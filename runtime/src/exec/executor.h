@@ -11,13 +11,24 @@
 // holds at most one unfinished task of a launch and helps only after its own task of that launch
 // is done, so a task blocked in a collective never holds back a task it waits for: that task is
 // run by its own worker or by another idle thread.
+//
+// A launch lives on the heap, held by its caller and by each task until it completes, so that the
+// caller may stop waiting for tasks that never return (a body stuck in user code): the owner of
+// the launch decides when (Owner::poll), and the executor then abandons them. The device of an
+// abandoned task is quarantined until the task returns: new launches on it fail at once with
+// DeviceUnavailable, and tasks of other launches already queued behind it are reported to their
+// owners (Owner::device_lost). The thread that runs the abandoned task is given up too: if it was
+// a device's worker thread, that device gets a new one, and the old thread ends once the task
+// returns. A caller that itself runs a body (helping) cannot stop waiting while that body runs.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,34 +39,83 @@ namespace spmd::internal {
 
 class Executor {
  public:
-  using TaskFn = void (*)(void* arg, int index);
+  using Clock = std::chrono::steady_clock;
+  struct Launch;
+
+  // What the waiting caller does next (Owner::poll).
+  struct Verdict {
+    // Stop waiting: the tasks not completed are abandoned; those at positions `stuck` still run a
+    // body and their devices are quarantined, with `why` as the reason given to later users.
+    bool abandon = false;
+    std::vector<int> stuck;
+    std::string why;
+    // Otherwise wait until this time (or a wake()) and ask again.
+    Clock::time_point until = Clock::time_point::max();
+  };
+  // The owner of a launch (the launch path): what the executor calls back. `arg` is the owner's
+  // state, kept alive by the launch's `keep` while any task may still run.
+  struct Owner {
+    // Runs the task of launch position `index`; must not throw.
+    void (*run)(void* arg, int index);
+    // Called by the waiting caller when the launch is woken (wake()) or a poll's time has come.
+    Verdict (*poll)(void* arg);
+    // The task at `index` is queued on a device that was quarantined: it can only run once the
+    // abandoned body there returns. `why` says so; the owner fails its call.
+    void (*device_lost)(void* arg, int index, const std::string& why);
+  };
 
   // The process-wide executor (workers start lazily, one per device).
   static Executor& instance();
 
-  // Runs fn(arg, i) on the worker of devices[i] for every i, concurrently; returns when all have
-  // returned. fn must not throw.
-  void run(const std::vector<Device>& devices, TaskFn fn, void* arg);
+  // Runs owner.run(arg, i) on the worker of devices[i] for every i, concurrently; returns when all
+  // have returned, or when owner.poll says to abandon the rest. `*handle` is set to the launch
+  // before any task runs (for wake()). `keep` owns `arg` and is released once every task has
+  // completed, possibly after this returns. Throws before queuing anything: DeviceUnavailable
+  // when a device is quarantined, ResourceExhausted when a worker thread cannot start (the threads
+  // this launch started are stopped again).
+  void run(const std::vector<Device>& devices, const Owner& owner, void* arg,
+           std::shared_ptr<void> keep, Launch** handle);
+
+  // Makes the launch's caller poll its owner now, and after every task that completes from now
+  // on. Thread-safe; the launch must be alive (called from one of its tasks, its caller or its
+  // owner's callbacks).
+  static void wake(Launch* launch);
+
+  // For tests: starting a new worker thread fails, as when the process is out of threads, once
+  // `after` more threads have started (-1: never).
+  static void fail_thread_starts_for_testing(int after);
 
  private:
-  struct Launch;
+  struct Worker;
+  // The thread-local state of every thread that runs tasks.
+  struct ThreadState {
+    Worker* owner = nullptr;  // the worker whose loop this thread runs; null for a caller
+    std::atomic<bool> abandoned{false};
+  };
   struct Task {
-    TaskFn fn;
-    void* arg;
-    int index;
     Launch* launch;
+    int index;
   };
   struct Worker {
+    Device device;
     std::mutex mu;
     std::deque<Task> queue;
     bool busy = false;  // a task of this device is running (on some thread); guarded by mu
+    Task running{};     // that task, and the thread that runs it; guarded by mu
+    ThreadState* runner = nullptr;
+    std::string quarantine;  // why the device takes no work, when quarantined; guarded by mu
     std::atomic<uint32_t> signal{0};
     std::atomic<uint32_t> sleeping{0};
-    std::thread thread;
+    std::atomic<bool> stop{false};  // the launch that started this worker was rolled back
   };
 
   Executor() = default;
-  Worker& worker(const Device& device);
+  static ThreadState& thread_state();
+  // The worker of `device`, created (with its thread) on first use; `started` receives workers
+  // created by this call. Called under launch_mu_.
+  Worker& worker(const Device& device, std::vector<Worker*>& started);
+  // Starts `w`'s loop on a new thread; std::system_error when the thread cannot start.
+  static std::thread start_thread(Worker& w);
   static void loop(Worker* w, WaitPolicy policy);
   // Takes the next task of `w` if no task of it is running (and, if `launch` is given, the task
   // belongs to it); marks `w` busy.
@@ -63,14 +123,21 @@ class Executor {
   // Runs a taken task and clears `w`'s busy mark, waking its thread if more tasks wait.
   static void run_task(Worker& w, const Task& task);
   // Runs the tasks of `launch` that no thread has started; returns how many.
-  static int help(const Launch& launch);
-  // Counts `n` finished tasks of `launch`, releasing its caller after the last one.
+  static int help(Launch& launch);
+  // Counts `n` finished tasks of `launch` and drops their references.
   static void complete(Launch& launch, int n);
+  static void release(Launch& launch, int n);
   // Tells `w`'s thread that its queue or busy mark changed.
   static void notify(Worker& w);
+  // Waits for the launch's tasks, polling its owner, until they complete or are abandoned.
+  void wait(Launch& launch);
+  void abandon(Launch& launch, const Verdict& verdict);
+  // Stops and joins the threads of workers started by a launch that could not be queued.
+  void roll_back(const std::vector<Worker*>& started);
 
   std::mutex launch_mu_;
   std::vector<std::vector<std::unique_ptr<Worker>>> workers_;  // [platform index][device id]
+  std::vector<std::pair<Worker*, std::thread>> joinable_;      // started by the current launch
 };
 
 }  // namespace spmd::internal

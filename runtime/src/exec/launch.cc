@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "array_impl.h"
 #include "exec/executor.h"
 #include "exec/processes.h"
@@ -12,72 +14,107 @@
 namespace spmd::internal {
 namespace {
 
+// The state of one launch, on the heap: a body its caller stopped waiting for (see
+// Executor::Owner::poll) may still use it. `body` lives on the caller's stack: a body reaches it
+// only after CallContext::start says the call is alive, and by then the caller waits for it until
+// the body enters user code (invoke_with_blocks reads what it needs of the caller's frame before
+// begin_user_code marks that).
+// When user code returns in a call abandoned meanwhile, leave_user_code throws the abort, so
+// nothing of that frame is touched again.
 struct Launch {
-  CallContext* call;
+  Launch(CallSpec spec, DeviceBodyFn body_fn, void* body_object)
+      : call(std::move(spec)), fn(body_fn), body(body_object), outputs(call.mesh().size()) {}
+  CallContext call;
   DeviceBodyFn fn;
   void* body;
   DeviceOutputs outputs;
-  std::vector<int> ranks;  // the mesh positions of this process's devices, by task index
+  Executor::Launch* executor = nullptr;
+  // The mesh positions of this process's devices, by launch index (all of them in a single-process
+  // run; in a multi-process run each process runs only its own devices' bodies).
+  std::vector<int> ranks;
 };
 
 void run_device(void* arg, int index) {
   Launch& launch = *static_cast<Launch*>(arg);
   const int rank = launch.ranks[index];
-  const Mesh& mesh = launch.call->mesh();
+  if (!launch.call.start(rank)) return;
+  const Mesh& mesh = launch.call.mesh();
   DeviceContext ctx;
-  ctx.call = launch.call;
+  ctx.call = &launch.call;
   ctx.rank = rank;
   ctx.device = mesh.devices()[rank];
   ctx.coords = mesh.coords(rank);
-  ctx.bound = launch.call->manual_mask();
-  DeviceScope scope(&ctx);
-  try {
-    launch.outputs[rank] = launch.fn(launch.body, ctx);
-    launch.call->finish(rank);
-  } catch (...) {
-    if (!ctx.threw_abort) launch.call->fail(rank, std::current_exception());
+  ctx.bound = launch.call.manual_mask();
+  {
+    DeviceScope scope(&ctx);
+    try {
+      launch.outputs[rank] = launch.fn(launch.body, ctx);
+      launch.call.finish(rank);
+    } catch (...) {
+      if (!ctx.threw_abort) launch.call.fail(rank, std::current_exception());
+    }
   }
+  launch.call.done(rank);
 }
+
+Executor::Verdict poll(void* arg) {
+  Launch& launch = *static_cast<Launch*>(arg);
+  Settlement s = launch.call.settle();
+  std::vector<int> stuck;  // mesh positions to launch indices
+  for (int rank : s.stuck) {
+    auto at = std::find(launch.ranks.begin(), launch.ranks.end(), rank);
+    stuck.push_back(static_cast<int>(at - launch.ranks.begin()));
+  }
+  return Executor::Verdict{s.abandon, std::move(stuck), std::move(s.why), s.until};
+}
+
+void device_lost(void* arg, int index, const std::string& why) {
+  Launch& launch = *static_cast<Launch*>(arg);
+  launch.call.lose(launch.ranks[index], why);
+}
+
+constexpr Executor::Owner kOwner{&run_device, &poll, &device_lost};
 
 }  // namespace
 
-DeviceOutputs launch_erased(CallSpec spec, DeviceBodyFn fn, void* body) {
-  CallContext call(std::move(spec));
-  const Mesh& mesh = call.mesh();
-  // In a multi-process run each process runs the bodies of its own devices only.
+DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
+  // The launch keeps its own copy of the spec: a quarantined body may outlive the caller.
+  auto launch = std::make_shared<Launch>(spec, fn, body);
+  launch->call.set_abort_listener(
+      [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); }, launch.get());
+  const Mesh& mesh = launch->call.mesh();
   std::vector<Device> local;
-  std::vector<int> local_ranks;
   for (int r = 0; r < mesh.size(); ++r) {
     if (!is_addressable(mesh.devices()[r])) continue;
     local.push_back(mesh.devices()[r]);
-    local_ranks.push_back(r);
+    launch->ranks.push_back(r);
   }
   if (local.empty()) {
     throw NotImplementedError(fmt::format(
         "'{}' maps over {}, none of whose devices belongs to process {}; in a multi-process run "
         "every process must own at least one device of the mesh (build it from spmd::devices()).",
-        call.fun_name(), mesh.str(), process_layout().index));
+        launch->call.fun_name(), mesh.str(), process_layout().index));
   }
-  Launch launch{&call, fn, body, DeviceOutputs(mesh.size()), std::move(local_ranks)};
-  Executor::instance().run(local, &run_device, &launch);
-  if (std::exception_ptr error = call.error()) std::rethrow_exception(error);
-  const int first = launch.ranks[0];
-  const size_t count = launch.outputs[first].size();
-  for (int r : launch.ranks) {
-    if (launch.outputs[r].size() != count) {
+  Executor::instance().run(local, kOwner, launch.get(), launch, &launch->executor);
+  if (std::exception_ptr error = launch->call.take_error()) std::rethrow_exception(error);
+  DeviceOutputs& outputs = launch->outputs;
+  const int first = launch->ranks[0];
+  const size_t count = outputs[first].size();
+  for (int r : launch->ranks) {
+    if (outputs[r].size() != count) {
       throw ValueError(fmt::format(
           "the body of '{}' returned {} outputs on {} but {} on {}; every device must return the "
           "same number of outputs.",
-          call.fun_name(), count, mesh.devices()[first].str(), launch.outputs[r].size(),
+          launch->call.fun_name(), count, mesh.devices()[first].str(), outputs[r].size(),
           mesh.devices()[r].str()));
     }
   }
   // Other processes' devices ran the same program: they stand in with this process's first
   // blocks for the type checks, and assemble() leaves their shards non-addressable.
   for (int r = 0; r < mesh.size(); ++r) {
-    if (!is_addressable(mesh.devices()[r])) launch.outputs[r] = launch.outputs[first];
+    if (!is_addressable(mesh.devices()[r])) outputs[r] = outputs[first];
   }
-  return std::move(launch.outputs);
+  return std::move(outputs);
 }
 
 void check_same_types(const CallSpec& spec, const DeviceOutputs& outputs, size_t j) {

@@ -19,7 +19,7 @@ using DeviceOutputs = std::vector<std::vector<Array>>;
 // installed (ctx.bound = spec.manual_mask); returns the outputs once every body has returned,
 // after checking that every device returned as many outputs. Rethrows the call's first error.
 template <class Body>
-DeviceOutputs launch(CallSpec spec, Body&& body);
+DeviceOutputs launch(const CallSpec& spec, Body&& body);
 
 // Builds output `j` from every device's block: the block of mesh position r becomes the shard at
 // block_index(mesh, spec, global, r), with shape `block_shape` (the block's own shape, or a
@@ -34,13 +34,13 @@ void check_same_types(const CallSpec& spec, const DeviceOutputs& outputs, size_t
 // ---- implementation ----
 
 using DeviceBodyFn = std::vector<Array> (*)(void* body, DeviceContext& ctx);
-DeviceOutputs launch_erased(CallSpec spec, DeviceBodyFn fn, void* body);
+DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body);
 
 template <class Body>
-DeviceOutputs launch(CallSpec spec, Body&& body) {
+DeviceOutputs launch(const CallSpec& spec, Body&& body) {
   using B = std::remove_reference_t<Body>;
   return launch_erased(
-      std::move(spec), [](void* b, DeviceContext& ctx) { return (*static_cast<B*>(b))(ctx); },
+      spec, [](void* b, DeviceContext& ctx) { return (*static_cast<B*>(b))(ctx); },
       const_cast<void*>(static_cast<const void*>(&body)));
 }
 

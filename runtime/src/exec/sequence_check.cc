@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
 #include "exec/processes.h"
 
 namespace spmd::internal {
@@ -12,8 +16,57 @@ const char* const kSpmdRule =
     "and axes (SPMD). Look for a collective under device-dependent control flow, for example a "
     "branch on axis_index or on data.";
 
+namespace {
+
+// Free status arrays by device count, shared by every call of the process; bounded, so that a
+// burst of concurrent calls does not pin memory for ever.
+template <class Status>
+struct StatusPool {
+  static constexpr size_t kMaxFree = 64;
+  std::mutex mu;
+  std::vector<std::pair<size_t, std::unique_ptr<Status[]>>> free;
+
+  static StatusPool& instance() {
+    static StatusPool* pool = new StatusPool();  // never destroyed: calls may run during exit
+    return *pool;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<InProcessSequenceCheck::Status[]> InProcessSequenceCheck::take_statuses(
+    size_t count) {
+  StatusPool<Status>& pool = StatusPool<Status>::instance();
+  {
+    std::lock_guard<std::mutex> lock(pool.mu);
+    for (auto it = pool.free.rbegin(); it != pool.free.rend(); ++it) {
+      if (it->first != count) continue;
+      std::unique_ptr<Status[]> statuses = std::move(it->second);
+      pool.free.erase(std::next(it).base());
+      for (size_t i = 0; i < count; ++i) statuses[i].word.store(0, std::memory_order_relaxed);
+      return statuses;
+    }
+  }
+  return std::make_unique<Status[]>(count);
+}
+
+void InProcessSequenceCheck::give_back_statuses(size_t count, std::unique_ptr<Status[]> statuses) {
+  StatusPool<Status>& pool = StatusPool<Status>::instance();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  if (pool.free.size() < StatusPool<Status>::kMaxFree) {
+    pool.free.emplace_back(count, std::move(statuses));
+  }
+}
+
 InProcessSequenceCheck::InProcessSequenceCheck(const Mesh& mesh, const std::string& fun_name)
-    : mesh_(mesh), fun_name_(fun_name), status_(mesh.size()) {}
+    : mesh_(mesh),
+      fun_name_(fun_name),
+      status_(take_statuses(mesh.size())),
+      count_(mesh.size()) {}
+
+InProcessSequenceCheck::~InProcessSequenceCheck() {
+  give_back_statuses(count_, std::move(status_));
+}
 
 std::string InProcessSequenceCheck::device_name(int rank) const {
   return mesh_.devices()[rank].str();
@@ -65,7 +118,7 @@ std::string InProcessSequenceCheck::enter(int rank, uint64_t seq, const OpSignat
   publish(rank, seq, kInCollective);
 
   auto in_window = [&](uint64_t other) { return other >= seq && other - seq < kHistory - 2; };
-  for (int e = 0; e < static_cast<int>(status_.size()); ++e) {
+  for (int e = 0; e < static_cast<int>(count_); ++e) {
     if (e == rank) continue;
     uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
     uint64_t se = w >> 2;
@@ -81,13 +134,16 @@ std::string InProcessSequenceCheck::enter(int rank, uint64_t seq, const OpSignat
     if (!in_window(status_[e].word.load(std::memory_order_seq_cst) >> 2) || other == hash) {
       continue;
     }
-    std::string mine = describe(rank, seq);
-    std::string theirs = describe(e, seq);
-    if (mine == theirs) theirs += " with different parameters (axis, tiled, groups or perm)";
+    // Name the two devices in mesh order: which of them noticed first depends on timing, and the
+    // message must not.
+    const int lo = std::min(rank, e), hi = std::max(rank, e);
+    std::string first = describe(lo, seq);
+    std::string second = describe(hi, seq);
+    if (first == second) second += " with different parameters (axis, tiled, groups or perm)";
     return fmt::format(
         "devices of the call of '{}' ran different collectives at collective #{}: {} ran {}, {} "
         "ran {}. {}",
-        fun_name_, seq, device_name(rank), mine, device_name(e), theirs, kSpmdRule);
+        fun_name_, seq, device_name(lo), first, device_name(hi), second, kSpmdRule);
   }
   return "";
 }
@@ -96,7 +152,7 @@ void InProcessSequenceCheck::leave(int rank, uint64_t seq) { publish(rank, seq, 
 
 std::string InProcessSequenceCheck::finish(int rank, uint64_t seq) {
   publish(rank, seq, kFinished);
-  for (int e = 0; e < static_cast<int>(status_.size()); ++e) {
+  for (int e = 0; e < static_cast<int>(count_); ++e) {
     uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
     State state = static_cast<State>(w & 3);
     if (e == rank || (w >> 2) <= seq || state == kFailed) continue;
@@ -108,18 +164,21 @@ std::string InProcessSequenceCheck::finish(int rank, uint64_t seq) {
   return "";
 }
 
+bool InProcessSequenceCheck::in_user_code(int rank) {
+  return (status_[rank].word.load(std::memory_order_seq_cst) & 3) == kRunning;
+}
+
 void InProcessSequenceCheck::failed(int rank) {
   uint64_t seq = status_[rank].word.load(std::memory_order_relaxed) >> 2;
   publish(rank, seq, kFailed);
 }
 
-std::string InProcessSequenceCheck::missing(const std::vector<int>& members, int rank,
-                                            uint64_t seq) {
-  std::string out;
+std::vector<int> InProcessSequenceCheck::missing(const std::vector<int>& members, int rank,
+                                                 uint64_t seq) {
+  std::vector<int> out;
   for (int e : members) {
     uint64_t w = status_[e].word.load(std::memory_order_seq_cst);
-    if (e == rank || (w >> 2) >= seq) continue;
-    out += fmt::format("{}{} {}", out.empty() ? "" : "; ", device_name(e), where_is(e));
+    if (e != rank && (w >> 2) < seq) out.push_back(e);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 namespace spmd::legacy {
 namespace {
 
+using internal::ArgLayout;
 using internal::BodyRef;
 using internal::CallSpec;
 using internal::DeviceContext;
@@ -46,7 +47,7 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
     for (size_t i = 0; i < args.size(); ++i) {
       blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);
     }
-    return body.call(body.object, blocks);
+    return internal::call_body(body, blocks);
   });
   std::vector<std::optional<int>> out_axes = internal::pmap::resolve_out_axes(plan, outputs[0]);
   std::vector<spmd::Array> results;
@@ -59,11 +60,11 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
 }  // namespace
 
 std::vector<spmd::Array> run_pmap(const PmapPlan& plan, const std::vector<spmd::Array>& args,
-                                  std::span<const int> arg_positions, BodyRef body,
+                                  const ArgLayout& layout, BodyRef body,
                                   int /*num_outputs: counted when the body returns*/,
                                   internal::PmapCache& cache) {
   return internal::pmap::run(
-      plan, args, arg_positions, body, cache,
+      plan, args, layout, body, cache,
       [&](const std::vector<std::optional<int>>& in_axes, const std::vector<PmapLevel>& levels,
           bool probing) { return execute(plan, args, in_axes, levels, body, probing, cache); });
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "exec/op_signature.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
@@ -32,23 +33,16 @@ std::string prefix_error(const char* what, size_t given, size_t leaves, const ch
       what, what, given, leaves, leaf_kind, leaf_kind);
 }
 
-std::string long_type(const Array& a) {
-  std::string dims;
-  for (size_t d = 0; d < a.shape().size(); ++d) {
-    dims += (d ? "," : "") + std::to_string(a.shape()[d]);
-  }
-  return fmt::format("{}[{}]", dtype_name(a.dtype()), dims);
-}
-
 }  // namespace
 
-std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
-                                                const std::vector<Array>& args,
-                                                std::span<const int> positions) {
+template <class Arg>
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan, const std::vector<Arg>& args,
+                                                const ArgLayout& layout) {
   const std::vector<MapAxis>& given = plan.options.in_axes;
-  if (given.size() != 1 && given.size() != args.size()) {
+  const size_t mapped_args = layout.args().size();
+  if (given.size() != 1 && given.size() != mapped_args) {
     throw ValueError(
-        prefix_error("in_axes", given.size(), args.size(), "Array arguments f was called with") +
+        prefix_error("in_axes", given.size(), mapped_args, "Array arguments f was called with") +
         "\nThe 'full pytree' here is the tuple of arguments passed positionally to the pmapped "
         "function, and the value of `in_axes` must be a tree prefix of that tuple. But it was not "
         "a prefix.\nCheck that the value of the `in_axes` argument to `pmap` is a tree prefix of "
@@ -56,23 +50,23 @@ std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
   }
   std::vector<std::optional<int>> out(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    std::optional<int> k = given.size() == 1 ? given[0] : given[i];
+    std::optional<int> k = given.size() == 1 ? given[0] : given[layout.arg_of(i)];
     if (!k) continue;
     int rank = args[i].ndim();
     if (*k < -rank || *k >= rank) {
       throw ValueError(fmt::format(
           "pmap was requested to map its argument along axis {}, which implies that its rank "
-          "should be at least {}, but is only {} (its shape is {}): args[{}] of type {}",
-          *k, *k < 0 ? -*k : *k + 1, rank, shape_tuple_string(args[i].shape()), positions[i],
-          long_type(args[i])));
+          "should be at least {}, but is only {} (its shape is {}): {} of type {}",
+          *k, *k < 0 ? -int64_t{*k} : int64_t{*k} + 1, rank, shape_tuple_string(args[i].shape()),
+          layout.leaf_name(i), long_type(args[i].dtype(), args[i].shape())));
     }
     out[i] = *k < 0 ? *k + rank : *k;
   }
   return out;
 }
 
-int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
-                    std::span<const int> positions,
+template <class Arg>
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const ArgLayout& layout,
                     const std::vector<std::optional<int>>& in_axes) {
   std::optional<int64_t> size;
   bool consistent = true;
@@ -81,6 +75,11 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
     int64_t s = args[i].shape()[*in_axes[i]];
     consistent = consistent && (!size || *size == s);
     if (!size) size = s;
+  }
+  if (args.empty()) {
+    throw ValueError(
+        "pmap wrapped function must be passed at least one argument containing an array, got no "
+        "Array argument; pass the mapped values as spmd::Array arguments.");
   }
   if (!size) {
     throw ValueError(fmt::format(
@@ -92,9 +91,9 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
     std::vector<std::string> seen;
     for (size_t i = 0; i < args.size(); ++i) {
       if (!in_axes[i]) continue;
-      seen.push_back(fmt::format("  * one axis had size {}: axis {} of args[{}] of type {}",
-                                 args[i].shape()[*in_axes[i]], *in_axes[i], positions[i],
-                                 long_type(args[i])));
+      seen.push_back(fmt::format("  * one axis had size {}: axis {} of {} of type {}",
+                                 args[i].shape()[*in_axes[i]], *in_axes[i], layout.leaf_name(i),
+                                 long_type(args[i].dtype(), args[i].shape())));
     }
     throw ValueError("pmap got inconsistent sizes for array axes to be mapped:\n" +
                      fmt::format("{}", fmt::join(seen, ";\n")));
@@ -105,6 +104,16 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
   }
   return *size;
 }
+
+template std::vector<std::optional<int>> resolve_in_axes(const PmapPlan&, const std::vector<Array>&,
+                                                         const ArgLayout&);
+template std::vector<std::optional<int>> resolve_in_axes(const PmapPlan&,
+                                                         const std::vector<ArgType>&,
+                                                         const ArgLayout&);
+template int64_t mapped_size(const PmapPlan&, const std::vector<Array>&, const ArgLayout&,
+                             const std::vector<std::optional<int>>&);
+template int64_t mapped_size(const PmapPlan&, const std::vector<ArgType>&, const ArgLayout&,
+                             const std::vector<std::optional<int>>&);
 
 std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
                                                  const std::vector<Array>& outputs) {
@@ -165,6 +174,7 @@ std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapL
                                    bool probing) {
   int64_t total = grid_size(levels);
   if (plan.options.devices) {
+    check_devices(*plan.options.devices, "pmap's devices");
     std::vector<Device> given = *plan.options.devices;
     int64_t count = static_cast<int64_t>(given.size());
     // An outer pmap's devices cover the whole nest, whose inner sizes a probing call learns; the
@@ -230,7 +240,7 @@ LevelScope::~LevelScope() {
 }
 
 std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& args,
-                              std::span<const int> positions, BodyRef body) {
+                              const ArgLayout& layout, BodyRef body) {
   DeviceContext* ctx = current_device_context();
   if (ctx->pmap_depth == 0) {
     throw ValueError(fmt::format(
@@ -239,8 +249,8 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
         plan.axis_name, ctx->call->fun_name()));
   }
   if (plan.options.devices) throw ValueError("Nested pmap with explicit devices argument.");
-  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
-  int64_t size = mapped_size(plan, args, positions, in_axes);
+  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, layout);
+  int64_t size = mapped_size(plan, args, layout, in_axes);
   const Mesh& mesh = ctx->call->mesh();
   const int axis = ctx->pmap_depth;
   if (axis >= mesh.ndim()) throw NestedDiscovery{{}, PmapLevel{plan.axis_name, size}};
@@ -257,7 +267,7 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
     blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);
   }
   LevelScope scope(axis);
-  std::vector<Array> outputs = body.call(body.object, blocks);
+  std::vector<Array> outputs = call_body(body, blocks);
   std::vector<std::optional<int>> out_axes = resolve_out_axes(plan, outputs);
   // Every device needs the stacked result, as the outer body saw it in JAX.
   for (size_t o = 0; o < outputs.size(); ++o) {

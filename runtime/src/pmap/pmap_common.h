@@ -35,15 +35,28 @@ struct NestedDiscovery : ControlFlow {
   PmapLevel level;
 };
 
-// The mapped axis of each Array argument, validated and normalised (non-negative).
-std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan,
-                                                const std::vector<Array>& args,
-                                                std::span<const int> positions);
+// The dtype and shape of an argument, without its data: what the argument checks read (an inner
+// level of spmd::pmap_mesh checks the blocks the outer level would make).
+struct ArgType {
+  DType dtype_;
+  Shape shape_;
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+};
+
+// The mapped axis of each Array leaf, validated and normalised (non-negative): in_axes holds one
+// entry for all, or one per mapped argument (applying to every element of a container). `Arg` is
+// Array or ArgType.
+template <class Arg>
+std::vector<std::optional<int>> resolve_in_axes(const PmapPlan& plan, const std::vector<Arg>& args,
+                                                const ArgLayout& layout);
 
 // The mapped size shared by every mapped argument (legacy errors when there is none or they
 // disagree, or when it contradicts options.axis_size).
-int64_t mapped_size(const PmapPlan& plan, const std::vector<Array>& args,
-                    std::span<const int> positions, const std::vector<std::optional<int>>& in_axes);
+template <class Arg>
+int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const ArgLayout& layout,
+                    const std::vector<std::optional<int>>& in_axes);
 
 // The out_axes entry of each output, normalised against the stacked rank.
 std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
@@ -67,7 +80,7 @@ Mesh level_mesh(const std::vector<Device>& devices, const std::vector<PmapLevel>
 
 // Runs a pmap call made inside a device body (a nested pmap); see the file comment.
 std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& args,
-                              std::span<const int> positions, BodyRef body);
+                              const ArgLayout& layout, BodyRef body);
 
 // Runs `execute(levels, probing)` for the top-level call, rerunning on a larger grid whenever the
 // body discovers an inner pmap, and remembering the levels in `cache` (`probing` until they are
@@ -81,17 +94,16 @@ std::vector<Array> with_levels(const PmapPlan& plan, const std::vector<Array>& a
 // discovers an inner pmap), and delete donated arguments.
 template <class Execute>
 std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
-                       std::span<const int> positions, BodyRef body, PmapCache& cache,
-                       Execute&& execute) {
-  if (current_device_context() != nullptr) return run_nested(plan, args, positions, body);
-  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, positions);
-  int64_t size = mapped_size(plan, args, positions, in_axes);
-  check_donation(plan.options.donate_argnums, positions);
+                       const ArgLayout& layout, BodyRef body, PmapCache& cache, Execute&& execute) {
+  if (current_device_context() != nullptr) return run_nested(plan, args, layout, body);
+  std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, layout);
+  int64_t size = mapped_size(plan, args, layout, in_axes);
+  check_donation(plan.options.donate_argnums, layout.leaf_positions());
   std::vector<Array> results =
       with_levels(plan, args, size, cache, [&](const std::vector<PmapLevel>& levels, bool probing) {
         return execute(in_axes, levels, probing);
       });
-  donate(plan.options.donate_argnums, args, positions);
+  donate(plan.options.donate_argnums, args, layout.leaf_positions());
   return results;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "array_impl.h"
+#include "checks.h"
 #include "random/threefry.h"
 #include "spmd/errors.h"
 
@@ -23,6 +24,13 @@ Key key_of(const Array& key, const char* api) {
   return Key{v[0], v[1]};
 }
 
+// Validates the shape of `count` samples of `dtype` that `api` generates on the host before they
+// go to the device: a valid shape, and host memory for them.
+void check_sample_shape(const Shape& shape, DType dtype, const char* api) {
+  const int64_t bytes = internal::checked_bytes(shape, dtype, api);
+  internal::check_host_memory(internal::current_device(), static_cast<size_t>(bytes));
+}
+
 Array key_array(Key k, uint64_t vma) {
   return internal::with_vma(Array::from_vector(std::vector<uint32_t>{k[0], k[1]}), vma);
 }
@@ -33,6 +41,7 @@ Array PRNGKey(int64_t seed) { return key_array(internal::prng::seed(seed), 0); }
 
 Array split(const Array& key, int64_t num) {
   if (num < 0) throw ValueError(fmt::format("split: num must be >= 0, got {}", num));
+  check_sample_shape({num, 2}, DType::kUInt32, "split");
   std::vector<uint32_t> keys = internal::prng::split(key_of(key, "split"), num);
   return internal::with_vma(Array::from_vector(keys, Shape{num, 2}), internal::vma_of(key));
 }
@@ -52,18 +61,20 @@ Array fold_in(const Array& key, const Array& data) {
 }
 
 Array bits(const Array& key, Shape shape) {
+  check_sample_shape(shape, DType::kUInt32, "bits");
   std::vector<uint32_t> v = internal::prng::random_bits(key_of(key, "bits"), shape_size(shape));
   return internal::with_vma(Array::from_vector(v, shape), internal::vma_of(key));
 }
 
 Array uniform(const Array& key, Shape shape, DType dtype, double minval, double maxval) {
   Key k = key_of(key, "uniform");
+  check_sample_shape(shape, dtype == DType::kFloat64 ? dtype : DType::kFloat32, "uniform");
   int64_t n = shape_size(shape);
   Array out;
   if (dtype == DType::kFloat32) {
-    out = Array::from_vector(internal::prng::uniform_f32(k, n, static_cast<float>(minval),
-                                                         static_cast<float>(maxval)),
-                             shape);
+    out = Array::from_vector(
+        internal::prng::uniform_f32(k, n, static_cast<float>(minval), static_cast<float>(maxval)),
+        shape);
   } else if (dtype == DType::kFloat64) {
     out = Array::from_vector(internal::prng::uniform_f64(k, n, minval, maxval), shape);
   } else {
@@ -82,6 +93,7 @@ Array normal(const Array& key, Shape shape, DType dtype) {
         "with astype",
         dtype_name(dtype)));
   }
+  check_sample_shape(shape, dtype, "normal");
   std::vector<float> v = internal::prng::normal_f32(key_of(key, "normal"), shape_size(shape));
   return internal::with_vma(Array::from_vector(v, shape), internal::vma_of(key));
 }

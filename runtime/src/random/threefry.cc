@@ -10,8 +10,9 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <string>
+
+#include "spmd/errors.h"
 
 namespace spmd::internal::prng {
 namespace {
@@ -26,7 +27,7 @@ constexpr uint64_t kMaxIota = 0xFFFFFFFFu;
 uint32_t rotl(uint32_t v, int d) { return (v << d) | (v >> (32 - d)); }
 
 size_t to_size(int64_t n, const char* what) {
-  if (n < 0) throw std::invalid_argument(std::string(what) + ": negative count");
+  if (n < 0) throw ValueError(std::string(what) + ": negative count");
   return static_cast<size_t>(n);
 }
 

@@ -69,7 +69,7 @@ class Mailbox {
   // the call, which aborts this mailbox, so they run with the lock released.
   template <class Ready>
   void wait(std::unique_lock<std::mutex>& lock, Cancel& cancel, Ready&& ready) {
-    const Cancel::Clock::time_point deadline = cancel.deadline();
+    Cancel::Clock::time_point deadline = cancel.deadline();
     while (!ready()) {
       if (aborted_) {
         lock.unlock();
@@ -77,7 +77,9 @@ class Mailbox {
       }
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready() && !aborted_) {
         lock.unlock();
-        cancel.throw_timeout();
+        cancel.deadline_passed();  // throws, or moves the deadline
+        lock.lock();
+        deadline = cancel.deadline();
       }
     }
   }
@@ -194,7 +196,8 @@ class TestBackend final : public internal::Backend {
     const char* text = std::getenv("SPMD_TEST_BACKEND_DEVICES");
     return text != nullptr ? std::atoi(text) : 8;
   }
-  void* allocate(const Device&, size_t bytes) override {
+  void* allocate(const Device& device, size_t bytes) override {
+    internal::check_host_memory(device, bytes);
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded);
     if (p == nullptr) throw std::bad_alloc();

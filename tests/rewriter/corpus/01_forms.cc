@@ -1,5 +1,6 @@
 // Corpus: forms. The ways a pmap callable is made and called: direct, stored, named function,
-// functor, captures, function pointer, static arguments, temporaries, collectives in the body.
+// functor, captures, function pointer, a namespace-scope callable of this file, static arguments,
+// temporaries, collectives in the body.
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
 
@@ -15,6 +16,9 @@ namespace {
 Array iota(int64_t n) { return spmd::arange(n, spmd::DType::kFloat32); }
 
 Array center(const Array& v) { return v - spmd::pmean(v, "i"); }
+
+// A namespace-scope pmap callable of this file only (internal linkage), only called.
+auto centering = spmd::pmap(center, "i");
 
 Array square_plus_index(const Array& v) {
   return v * v + spmd::astype(spmd::axis_index("i"), spmd::DType::kFloat32);
@@ -105,6 +109,11 @@ void capture_default_copy_and_ref() {
   total = total + 7;
   k = 9;
   corpus::show("second", g(x));
+}
+
+void namespace_scope_callable() {
+  corpus::show("first", centering(iota(8).reshape({4, 2})));
+  corpus::show("second", centering(iota(6).reshape({2, 3})));
 }
 
 void function_pointer() {
@@ -237,6 +246,7 @@ int main() {
   corpus::run("capture_by_reference", capture_by_reference);
   corpus::run("capture_by_value", capture_by_value);
   corpus::run("capture_default_copy_and_ref", capture_default_copy_and_ref);
+  corpus::run("namespace_scope_callable", namespace_scope_callable);
   corpus::run("function_pointer", function_pointer);
   corpus::run("static_arguments", static_arguments);
   corpus::run("static_arguments_first", static_arguments_first);

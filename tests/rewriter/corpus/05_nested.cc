@@ -1,5 +1,7 @@
 // Corpus: nested. Perfectly nested pmaps (one shard_map over a multi-axis mesh): default and
-// per-level in_axes/out_axes, collectives over one axis or both, three levels, stored nests.
+// per-level in_axes/out_axes, collectives over one axis or both, three levels, stored nests, and
+// nests written through variables (the inner pmap kept in a variable that the outer one maps,
+// also called directly).
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
 
@@ -210,6 +212,36 @@ void nested_outer_devices() {
   corpus::show("y", g(iota(16).reshape({2, 4, 2})));
 }
 
+void nest_of_stored_inner() {
+  Array x = iota(16).reshape({2, 4, 2});
+  auto inner = spmd::pmap([](const Array& v) { return v * spmd::psum(v, "j"); }, "j");
+  auto outer = spmd::pmap(inner, "i");
+  corpus::show("y", outer(x));
+}
+
+void nest_of_stored_inner_with_options() {
+  Array x = iota(24).reshape({4, 3, 2});
+  const spmd::PmapOptions inner_options{.in_axes = {1}, .out_axes = {1}};
+  auto inner = spmd::pmap(row_sum, "j", inner_options);
+  auto outer = spmd::pmap(inner, "i", {.in_axes = {1}});
+  corpus::show("y", outer(x.reshape({3, 4, 2})));
+}
+
+void nest_of_stored_inner_also_called() {
+  auto body = [](const Array& v) { return v - spmd::pmean(v, "j") + position("j"); };
+  auto inner = spmd::pmap(body, "j");
+  auto outer = spmd::pmap(inner, "i");
+  corpus::show("outer", outer(iota(16).reshape({2, 4, 2})));
+  corpus::show("inner", inner(iota(8).reshape({4, 2})));
+}
+
+void three_levels_through_variables() {
+  auto k = spmd::pmap([](const Array& v) { return v + spmd::psum(v, {"i", "k"}); }, "k");
+  auto j = spmd::pmap(k, "j");
+  auto i = spmd::pmap(j, "i");
+  corpus::show("y", i(iota(24).reshape({2, 2, 2, 3})));
+}
+
 }  // namespace
 
 int main() {
@@ -234,4 +266,8 @@ int main() {
   corpus::run("nested_outer_unmapped_argument", nested_outer_unmapped_argument);
   corpus::run("nested_outer_axis_size_and_donation", nested_outer_axis_size_and_donation);
   corpus::run("nested_outer_devices", nested_outer_devices);
+  corpus::run("nest_of_stored_inner", nest_of_stored_inner);
+  corpus::run("nest_of_stored_inner_with_options", nest_of_stored_inner_with_options);
+  corpus::run("nest_of_stored_inner_also_called", nest_of_stored_inner_also_called);
+  corpus::run("three_levels_through_variables", three_levels_through_variables);
 }

@@ -1,5 +1,6 @@
 // Corpus: refused. Sites the tool must leave as legacy pmap, each with its warning: macros,
-// escaping callables, run-time options, unprovable out_axes=nullopt, negative axes, imperfect
+// escaping callables (returned, passed on, a member typed with decltype, a namespace-scope variable
+// with external linkage), run-time options, unprovable out_axes=nullopt, negative axes, imperfect
 // nesting, templates, explicit Pmapped types. They still compile and run (as legacy pmap).
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
@@ -16,6 +17,11 @@
 
 using spmd::Array;
 
+// A namespace-scope pmap callable other files could use: only its calls here are visible.
+Array center_shared(const Array& v) { return v - spmd::pmean(v, "i"); }
+auto shared_centering = spmd::pmap(center_shared, "i");
+// CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:25: warning: the pmap callable 'shared_centering' is a namespace-scope variable with external linkage, which other files may use where this run cannot see; give it internal linkage (static, or an unnamed namespace) so that the tool sees every use, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+
 namespace {
 
 Array iota(int64_t n) { return spmd::arange(n, spmd::DType::kFloat32); }
@@ -30,7 +36,7 @@ Array apply_to(const F& f, const Array& x) {
 }
 
 auto make_centering() { return spmd::pmap(center, "i"); }
-// CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:32: warning: the pmap callable is passed on, returned or stored where the tool cannot see its calls; keep it in a local 'auto' variable that is only called, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+// CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:32: warning: the pmap callable is returned from 'make_centering', where the tool cannot see its calls; keep it in a local 'auto' variable that is only called, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
 
 template <class T>
 Array scaled_in_template(const T& x, float s) {
@@ -47,7 +53,7 @@ void in_macro() {
 void passed_to_function() {
   Array x = iota(8).reshape({4, 2});
   auto g = spmd::pmap(center, "i");
-  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:12: warning: the pmap callable 'g' is used other than by calling it (passed on, copied into a member, returned), so the tool cannot see all its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:12: warning: the pmap callable 'g' is passed to 'apply_to' (line [[@LINE+1]]), where the tool cannot see its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
   corpus::show("y", apply_to(g, x));
 }
 
@@ -152,19 +158,22 @@ void negative_out_axes() {
 void imperfect_nesting() {
   Array x = iota(16).reshape({2, 8});
   auto inner = spmd::pmap([](const Array& v) { return v - spmd::psum(v, "j"); }, "j");
-  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line [[@LINE+1]] maps (through the lambda at line [[@LINE+1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   auto outer = spmd::pmap([&](const Array& v) { return inner(v.reshape({4, 2})); }, "i");
-  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls the pmap callable 'inner' (line [[@LINE-1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("y", outer(x));
 }
 
-void nest_of_stored_inner() {
-  Array x = iota(16).reshape({2, 4, 2});
-  auto inner = spmd::pmap([](const Array& v) { return v * spmd::psum(v, "j"); }, "j");
-  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:16: warning: the pmap callable 'inner' is used other than by calling it (passed on, copied into a member, returned), so the tool cannot see all its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
-  auto outer = spmd::pmap(inner, "i");
-  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:16: warning: the mapped function is a pmap callable kept in a variable; write the nest directly, pmap(pmap(f, "j", ...), "i", ...), and run the tool again [spmd-migrate-pmap-nested]
-  corpus::show("y", outer(x));
+// A class keeps a pmap callable as a member whose type is spelled with decltype.
+struct Model {
+  decltype(spmd::pmap(center, "i")) step = spmd::pmap(center, "i");
+  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-1]]:12: warning: this pmap is only the decltype(...) naming the type of the member 'step' of 'Model': it never runs, and it names the type of a pmap callable, which the migrated code (a lambda) cannot keep; hold the callable in a std::function (or a template parameter), or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+  // CHECK-MESSAGES: 06_refused.cc:[[@LINE-2]]:44: warning: the pmap callable is stored in the member 'step' of 'Model', where the tool cannot see its calls; keep it in a local 'auto' variable that is only called, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+};
+
+void decltype_member() {
+  Model model;
+  corpus::show("y", model.step(iota(8).reshape({4, 2})));
 }
 
 void inner_pmap_with_donation() {
@@ -238,7 +247,8 @@ int main() {
   corpus::run("negative_in_axes", negative_in_axes);
   corpus::run("negative_out_axes", negative_out_axes);
   corpus::run("imperfect_nesting", imperfect_nesting);
-  corpus::run("nest_of_stored_inner", nest_of_stored_inner);
+  corpus::run("decltype_member", decltype_member);
+  corpus::run("namespace_scope_external", [] { corpus::show("y", shared_centering(iota(8).reshape({4, 2}))); });
   corpus::run("inner_pmap_with_donation", inner_pmap_with_donation);
   corpus::run("in_function_template", in_function_template);
   corpus::run("in_generic_lambda", in_generic_lambda);

@@ -28,12 +28,17 @@ void show(const std::string& label, const std::tuple<Ts...>& t) {
   std::apply([&](const auto&... a) { show(label, std::vector<spmd::Array>{a...}); }, t);
 }
 
-// Runs one snippet, printing its error the same way whichever implementation raised it.
+// Runs one snippet, printing its error (class and message) the same way whichever implementation
+// raised it.
 template <class F>
 void run(const char* name, F&& snippet) {
   fmt::print("== {}\n", name);
   try {
     snippet();
+  } catch (const spmd::ValueError& e) {
+    fmt::print("ValueError: {}\n", e.what());
+  } catch (const spmd::TypeError& e) {
+    fmt::print("TypeError: {}\n", e.what());
   } catch (const std::exception& e) {
     fmt::print("error: {}\n", e.what());
   }

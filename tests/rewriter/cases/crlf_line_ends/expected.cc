@@ -11,10 +11,11 @@ using spmd::Array;
 // Centre every row: x − mean(x).
 Array center_rows(const Array& x) {
   auto f = [f = [](const Array& v) { return v - spmd::pmean(v, "i"); }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   };
   return f(x);
 }

@@ -1,5 +1,5 @@
 // Rule device-put-replicated: device_put_replicated(x, devices) becomes the device_put of n
-// stacked copies over a one-axis mesh of those devices (jax-semantics.md §6.1 rule 7).
+// stacked copies over a one-axis mesh of those devices (docs/migration.md).
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
 

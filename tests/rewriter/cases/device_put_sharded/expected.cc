@@ -1,5 +1,5 @@
 // Rule device-put-sharded: device_put_sharded(xs, devices) becomes the device_put of the stacked
-// arrays over a one-axis mesh of those devices (jax-semantics.md §6.1 rule 7).
+// arrays over a one-axis mesh of those devices (docs/migration.md).
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
 

@@ -23,20 +23,22 @@ struct Scale {
 // Called at once, a lambda.
 Array direct(const Array& x) {
   return [f = [](const Array& v) { return v - spmd::psum(v, "i"); }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   }(x);
 }
 
 // Stored and called later (twice), a named function.
 Array stored(const Array& x, const Array& y) {
   auto f = [f = center](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   };
   return f(x) + f(y);
 }
@@ -46,18 +48,19 @@ Array functor_and_static(const Array& x) {
   const spmd::PmapOptions options{.in_axes = {1}, .out_axes = {1}};
   auto f = [f = [](const Array& v, int k) { return v * k; }](const spmd::Array& a0,
                                                              const auto& a1) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0, const auto& b1) {
-          return spmd::expand_dims(f(spmd::squeeze(b0, 1), b1), 1);
-        },
-        spmd::make_mesh({a0.shape()[1]}, {"i"}), spmd::P(spmd::None, "i"), spmd::P(spmd::None, "i"),
-        {.check_vma = false})(a0, a1);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i", {1}}});
+    auto block = [&](const spmd::Array& b0, const auto& b1) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 1), b1), 1);
+    };
+    return spmd::shard_map(block, mesh, spmd::P(spmd::None, "i"), spmd::P(spmd::None, "i"),
+                           {.check_vma = false})(a0, a1);
   };
   auto g = [f = Scale{2.0f}](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   };
   return f(x, 3) + g(x);
 }
@@ -68,13 +71,13 @@ std::tuple<Array, Array> tuple_output(const Array& x, const Array& w) {
     Array total = spmd::psum(spmd::sum(a * b), "i");
     return std::make_tuple(a + b, total);
   }](const spmd::Array& a0, const spmd::Array& a1) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0, const spmd::Array& b1) {
-          auto [y0, y1] = f(spmd::squeeze(b0, 0), b1);
-          return std::make_tuple(spmd::expand_dims(y0, 0), y1);
-        },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), {spmd::P("i"), spmd::P()},
-        {spmd::P("i"), spmd::P()}, {.check_vma = false})(a0, a1);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0, a1}, {{"i", {0, std::nullopt}}});
+    auto block = [&](const spmd::Array& b0, const spmd::Array& b1) {
+      auto [y0, y1] = f(spmd::squeeze(b0, 0), b1);
+      return std::make_tuple(spmd::expand_dims(y0, 0), y1);
+    };
+    return spmd::shard_map(block, mesh, {spmd::P("i"), spmd::P()}, {spmd::P("i"), spmd::P()},
+                           {.check_vma = false})(a0, a1);
   };
   return f(x, w);
 }
@@ -85,10 +88,13 @@ Array placed(const Array& x) {
   devices.resize(4);
   auto f = [f = [](const Array& v) { return v + 1; }, devices = devices,
             axis_size = 4](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) { return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0); },
-        spmd::Mesh(devices, {axis_size}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false, .donate_argnums = {0}})(a0);
+    spmd::Mesh mesh =
+        spmd::pmap_mesh({a0}, {{.name = "i", .size = axis_size}}, {.devices = devices});
+    auto block = [&](const spmd::Array& b0) {
+      return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"),
+                           {.check_vma = false, .donate_argnums = {0}})(a0);
   };
   return f(x);
 }
@@ -96,22 +102,22 @@ Array placed(const Array& x) {
 // An unnamed pmap returning nothing.
 void side_effect(const Array& x) {
   [f = [](const Array& v) { (void)v; }](const spmd::Array& a0) {
-    return spmd::shard_map([&](const spmd::Array& b0) { f(spmd::squeeze(b0, 0)); },
-                           spmd::make_mesh({a0.shape()[0]}, {"_pmap"}), spmd::P("_pmap"), spmd::P(),
-                           {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"_pmap"}});
+    auto block = [&](const spmd::Array& b0) { f(spmd::squeeze(b0, 0)); };
+    return spmd::shard_map(block, mesh, spmd::P("_pmap"), spmd::P(), {.check_vma = false})(a0);
   }(x);
 }
 
 // Nested pmap: one shard_map over a 2-axis mesh.
 Array nested(const Array& x) {
   auto f = [f = [](const Array& v) { return spmd::psum(v, "j"); }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) {
-          return spmd::expand_dims(
-              spmd::expand_dims(f(spmd::squeeze(b0, std::vector<int>{0, 2})), 0), 0);
-        },
-        spmd::make_mesh({a0.shape()[0], a0.shape()[2]}, {"i", "j"}), spmd::P("i", spmd::None, "j"),
-        spmd::P("i", "j"), {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}, {"j", {1}}});
+    auto block = [&](const spmd::Array& b0) {
+      spmd::Array y = f(spmd::squeeze(b0, std::vector<int>{0, 2}));
+      return spmd::expand_dims(spmd::expand_dims(y, 0), 0);
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i", spmd::None, "j"), spmd::P("i", "j"),
+                           {.check_vma = false})(a0);
   };
   return f(x);
 }
@@ -121,14 +127,13 @@ std::vector<Array> many(const Array& x) {
   return [f = [](const Array& v) {
     return std::vector<Array>{v, v * 2};
   }](const spmd::Array& a0) {
-    return spmd::shard_map(
-        [&](const spmd::Array& b0) {
-          std::vector<spmd::Array> ys = f(spmd::squeeze(b0, 0));
-          for (spmd::Array& y : ys) y = spmd::expand_dims(y, 0);
-          return ys;
-        },
-        spmd::make_mesh({a0.shape()[0]}, {"i"}), spmd::P("i"), spmd::P("i"),
-        {.check_vma = false})(a0);
+    spmd::Mesh mesh = spmd::pmap_mesh({a0}, {{"i"}});
+    auto block = [&](const spmd::Array& b0) {
+      std::vector<spmd::Array> ys = f(spmd::squeeze(b0, 0));
+      for (spmd::Array& y : ys) y = spmd::expand_dims(y, 0);
+      return ys;
+    };
+    return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
   }(x);
 }
 
@@ -143,7 +148,7 @@ Array apply(const F& f, const Array& x) {
 }
 Array escapes(const Array& x) {
   auto f = spmd::pmap(center, "i");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:12: warning: the pmap callable 'f' is used other than by calling it (passed on, copied into a member, returned), so the tool cannot see all its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:12: warning: the pmap callable 'f' is passed to 'app::apply' (line [[@LINE+1]]), where the tool cannot see its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
   return apply(f, x);
 }
 
@@ -166,9 +171,9 @@ Array negative_axis(const Array& x) {
 
 Array imperfect_nesting(const Array& x) {
   auto inner = spmd::pmap(center, "j");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line [[@LINE+1]] maps (through the lambda at line [[@LINE+1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   auto outer = spmd::pmap([&](const Array& v) { return inner(v.reshape({2, -1})); }, "i");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls the pmap callable 'inner' (line [[@LINE-1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   return outer(x);
 }
 

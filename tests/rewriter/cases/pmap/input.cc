@@ -88,7 +88,7 @@ Array apply(const F& f, const Array& x) {
 }
 Array escapes(const Array& x) {
   auto f = spmd::pmap(center, "i");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:12: warning: the pmap callable 'f' is used other than by calling it (passed on, copied into a member, returned), so the tool cannot see all its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:12: warning: the pmap callable 'f' is passed to 'app::apply' (line [[@LINE+1]]), where the tool cannot see its calls; call it only directly, or migrate it by hand to spmd::shard_map (see docs/migration.md) [spmd-migrate-pmap-escape]
   return apply(f, x);
 }
 
@@ -111,9 +111,9 @@ Array negative_axis(const Array& x) {
 
 Array imperfect_nesting(const Array& x) {
   auto inner = spmd::pmap(center, "j");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line [[@LINE+1]] maps (through the lambda at line [[@LINE+1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   auto outer = spmd::pmap([&](const Array& v) { return inner(v.reshape({2, -1})); }, "i");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: a pmap callable is called inside the function another pmap maps (imperfect nesting), which one shard_map cannot express; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
+  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls the pmap callable 'inner' (line [[@LINE-1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   return outer(x);
 }
 

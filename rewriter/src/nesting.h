@@ -1,0 +1,23 @@
+// The run-wide decision on pmap sites: one shard_map cannot express a pmap that runs inside
+// another pmap's function (imperfect nesting), so every pmap of such a nest is left as is, never
+// one level of it. The call graph joins the facts of every translation unit of the run
+// (pmap_call_graph.h), so a nest through helpers in other files is found; a function whose body
+// no file of the run holds, or a call through a function pointer, leaves the pmap whose function
+// may reach it unmigrated too (the tool cannot rule a nest out).
+//
+// A site is also left when any site it must be migrated with (one nest written through
+// variables) is left.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "migration.h"
+
+namespace spmd::migrate {
+
+// Every pmap site of the successful translation units, merged (a site any unit refuses is
+// refused) and decided: `refused` and `report` say why a site is left.
+std::map<Location, SiteOutcome> decide_sites(const std::vector<TuResult>& results);
+
+}  // namespace spmd::migrate

@@ -1,0 +1,56 @@
+// File: spmd/pmap_mesh.h
+//
+// The mesh a pmap call becomes when it is migrated to shard_map, checked the way the legacy pmap
+// checked its arguments: code written by spmd-migrate builds its mesh with pmap_mesh, so a call
+// that legacy pmap rejected raises the same ValueError with the same message (a rank-0 argument or
+// an in_axes entry beyond an argument's rank, mapped sizes that disagree or contradict axis_size,
+// more devices than there are, a devices list whose size is not the grid's, two levels with one
+// axis name). The mesh has one axis per pmap level, outer first, sized by that level's mapped
+// dimension, over the first devices of spmd::devices() (or `devices`) in pmap's order.
+//
+// Example: `spmd::pmap(f, "i", {.in_axes = {0, std::nullopt}})(x, w)` migrated:
+//   spmd::Mesh mesh = spmd::pmap_mesh({x, w}, {{"i", {0, std::nullopt}}});
+//   auto y = spmd::shard_map(adapter_of_f, mesh, {spmd::P("i"), spmd::P()}, spmd::P("i"),
+//                            {.check_vma = false})(x, w);
+// and a nest `pmap(pmap(g, "j", {.in_axes = {1}}), "i")(x)`:
+//   spmd::Mesh mesh = spmd::pmap_mesh({x}, {{"i"}, {"j", {1}}});  // Mesh(i: x.shape[0], j: ...)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spmd/array.h"
+#include "spmd/device.h"
+#include "spmd/mesh.h"
+
+namespace spmd {
+
+// One pmap level: a mesh axis.
+struct PmapAxis {
+  // The axis name (pmap's axis_name).
+  std::string name;
+  // The mapped dimension of each Array argument as this level sees it (the outer levels'
+  // dimensions removed, as in a nested pmap): one entry for all, or one per Array argument;
+  // std::nullopt for an argument this level does not map; negative entries count from the end.
+  std::vector<std::optional<int>> in_axes = {0};
+  // pmap's axis_size option: when given, the mapped sizes must equal it.
+  std::optional<int64_t> size;
+};
+
+struct PmapMeshOptions {
+  // pmap's devices option: the mesh's devices in order, exactly one per element of the grid.
+  // Default: the first devices of spmd::devices().
+  std::optional<std::vector<Device>> devices;
+  // The position of each Array argument among all the call's arguments, as the messages name
+  // them ("args[2]"). Default: 0, 1, 2, ...
+  std::vector<int> arg_positions;
+};
+
+// The mesh of a call with Array arguments `args` over `axes` (outer first); throws ValueError with
+// legacy pmap's message for any argument legacy pmap rejected (see the file comment).
+Mesh pmap_mesh(const std::vector<Array>& args, const std::vector<PmapAxis>& axes,
+               const PmapMeshOptions& options = {});
+
+}  // namespace spmd
