@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timing helpers shared by the benchmarks (docs/benchmarks.md, "Method"): calibrated repetitions,
 // medians and minima, and a small command-line parser.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives benchmark (method: docs/benchmarks.md).
 //
 // For each collective, device count N and size S it times a shard_map body that runs the

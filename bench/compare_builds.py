@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compares one benchmark program between two builds (before/after a change), in one run.
 
 Runs BEFORE/bench/PROG and AFTER/bench/PROG alternately (ABAB, the order swapped every round),

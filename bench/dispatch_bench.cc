@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dispatch benchmark: µs per call of a shard_map whose body does (almost) nothing, so the time is
 // the runtime's own overhead: launching the call on every device's worker thread, forming the
 // blocks, running the body, and assembling the outputs. Reported per device count, median and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // psum across processes against plain Gloo and MPI_Allreduce (docs/benchmarks.md, "Method"):
 // float32 sum-all-reduce of S bytes per device or rank, for each size.
 //   spmd-run -n 2 --devices-per-process 4 distributed_bench --impl=spmd   (2 processes x 4 devices)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # psum over 2 processes x 4 devices (spmd) against plain Gloo allreduce with 8 ranks and
 # MPI_Allreduce with 8 ranks (OpenMPI), float32, one run, as ratios (docs/benchmarks.md).
 # Usage: bench/distributed_bench.sh [BUILD_DIR] [SIZES]   (default build, 4K,64K,1M,16M)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """JAX's side of the speed baseline (bench/jax_baseline.sh runs it against jax_baseline_bench).
 
 Times, on 8 XLA:CPU host devices in one process (jax.make_mesh((8,), ('i',))), the workloads that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Speed baseline against JAX: runs build/bench/jax_baseline_bench (spmd) and bench/jax_baseline.py
 # (JAX 0.10.2 on 8 XLA:CPU host devices, in .venv-oracle) on the same workloads, alternating the
 # two processes for R rounds so that load on a shared machine falls on both, and prints a markdown

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd's side of the speed baseline against JAX (bench/jax_baseline.sh runs it against
 // bench/jax_baseline.py, which documents the workloads): the same workloads, on 8 CPU devices,
 // printed as {workload: median seconds per call} JSON on stdout (progress goes to stderr).

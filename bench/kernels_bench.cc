@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel benchmark: a 2-D transpose (spmd::transpose, which writes a dense copy through a strided
 // view) as a ratio to a dense copy of the same array (spmd::copy) in the same run, so that only
 // the access pattern differs: same bytes, same allocation. Square f32 matrices, median (min) of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Wall time of spmd-migrate (report mode: it parses, matches, analyses and plans and formats every
 # edit, but writes nothing) as a ratio to `clang++ -fsyntax-only` over the same files with the same
 # flags, measured in the same run (docs/benchmarks.md):

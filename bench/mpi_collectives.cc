@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The OpenMPI reference for bench/collectives_bench: the same collectives at the same nccl-tests
 // sizes, timed the same way (calibrated k, median of reps), one line per size:
 //   <bytes> <median µs> <min µs>

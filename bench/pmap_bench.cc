@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmap paths benchmark: µs per call of the same work through the native legacy pmap, the compat
 // shim (pmap on shard_map) and a direct shard_map, on 8 devices, interleaved rep by rep. The
 // ratios compat / shard_map and legacy / shard_map are the results (target: compat within 1.10x).

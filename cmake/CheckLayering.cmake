@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fails when a source file includes a backend's folder from outside that folder.
 # Usage: cmake -DROOT=<source dir> -DBACKENDS="cpu;cuda" -P CheckLayering.cmake
 set(sources "")

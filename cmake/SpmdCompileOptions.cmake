@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warning and sanitizer flags, applied per target through spmd_target_options() so that projects
 # embedding spmd never inherit them.
 function(spmd_target_options target)

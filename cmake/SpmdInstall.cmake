@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules: the libraries and headers, the relocatable spmdConfig.cmake package
 # (find_package(spmd CONFIG), then link spmd::runtime), spmd.pc beside it for pkg-config, and the
 # LICENSE.

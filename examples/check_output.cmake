@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs PROGRAM and compares its standard output with the file EXPECTED byte for byte; on a
 # difference, writes the output to ACTUAL and prints a unified diff.
 #   cmake -DPROGRAM=... [-DARGS=a;b] -DEXPECTED=... -DACTUAL=... -P check_output.cmake

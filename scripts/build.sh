@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures spmd with a preset of CMakePresets.json and builds it.
 # Usage: scripts/build.sh [--preset=release|debug|asan|tsan] [--sanitize=thread|address]
 #                         [--build-dir=DIR] [extra cmake arguments...]

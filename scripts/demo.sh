@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The migration demo: installs what is missing, builds spmd and spmd-migrate, migrates a copy of
 # examples/legacy into a scratch folder (printing the tool's summary), builds the migrated copy
 # against the spmd package of the build tree, then runs every program three ways on 8 CPU

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets of tests/fuzz with clang-14 (ASan + UBSan + coverage) in
 # build-fuzz/, then runs the three at once, each for a bounded time, from its seed corpus in
 # tests/fuzz/corpus/<target>/ (new inputs go to a scratch folder; the corpus is not changed).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing spmd needs on Debian 12, skipping packages already present.
 # Usage: scripts/setup.sh   (toolchain, GoogleTest, fmt; Gloo for multi-process runs; OpenMPI for
 #                            the benchmarks and mpirun; Clang 14 LibTooling for spmd-migrate;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds spmd with its tests and runs the whole suite. It fails when a
 # test fails and when no test ran.
 # Usage: scripts/test.sh [--preset=release|debug|asan|tsan] [--sanitize=thread|address]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compat shim: pmap implemented on shard_map (JAX's own design since 0.8), library
 // spmd::compat_impl.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binds spmd::pmap to the compat shim (pmap on shard_map): the one object of library
 // spmd::compat. Linking spmd::pmap_legacy instead binds it to the native legacy implementation.
 #include "spmd/pmap.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What goes wrong in SPMD programs and how spmd reports it: every error is an exception derived
 // from spmd::Error, of the class JAX raises for the same mistake (ValueError, TypeError,
 // NameError, ...), with a message naming the argument, the spec, the mesh and the fix. Errors

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs two builds of one example (legacy pmap, compat pmap, or migrated to shard_map) and fails
 # unless both succeed and their standard outputs are byte-identical.
 #

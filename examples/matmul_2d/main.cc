@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matrix multiplication on a 2x4 mesh, the two classic ways of sharding the contraction:
 //
 //   all_gather:   A is split over both axes; each device gathers its row block of A along "y"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The main demo: a 2x4 mesh of CPU devices, a sharded array, and shard_map with collectives.
 //
 //   SPMD_CPU_DEVICES=8 build/examples/mesh_basics/mesh_basics

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multi-process SPMD on one machine: two processes with four CPU devices each form one mesh of
 // eight devices. Run it with the launcher:
 //

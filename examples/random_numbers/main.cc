@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random numbers in a shard_map body: one independent stream per device from a single key, with
 // fold_in(key, axis_index) — the JAX idiom. Every number is JAX's own (threefry2x32), so the same
 // program in JAX prints the same values.

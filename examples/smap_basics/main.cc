@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // smap (jax.smap): shard_map over one mesh axis with specs written as axes, the shortest way from
 // a pmap-style in_axes/out_axes to shard_map. Unlike pmap it keeps ranks (no squeeze) and tracks
 // replication (check_vma).

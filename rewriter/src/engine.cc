@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Translation-unit runs for spmd-migrate (engine.h).
 #include "engine.h"
 

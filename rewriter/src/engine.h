@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the rules over translation units (each with its own ClangTool and file system, so that TUs
 // from different directories never share a working directory), in parallel.
 #pragma once

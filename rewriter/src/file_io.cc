@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Safe file replacement (file_io.h), on POSIX calls whose every error is checked.
 #include "file_io.h"
 

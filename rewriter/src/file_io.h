@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing files without ever losing one (what clang-apply-replacements and editors guarantee):
 // a file is only replaced by contents that were written completely and flushed to disk, and any
 // error leaves the original as it was.

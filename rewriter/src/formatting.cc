@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Windowed formatting and line ends (formatting.h).
 #include "formatting.h"
 

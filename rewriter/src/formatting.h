@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Formatting the edits of one file with clang-format, in time linear in the file, and keeping the
 // file's line ends.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd-migrate: rewrites legacy spmd::pmap code (and JAX's other deprecated pmap-era helpers)
 // into spmd::shard_map code that gives the same results, and reports every site it cannot
 // migrate faithfully as a clang-style warning with the reason and the manual fix.

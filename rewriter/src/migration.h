@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one run of spmd-migrate produces: edits, includes to add, sites migrated and sites left
 // for a human (clang-style warnings). Plain data, so that merging and output need no AST headers.
 #pragma once

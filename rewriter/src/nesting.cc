@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run-wide pmap site decision (nesting.h): merge the units' facts, build the call graph with
 // one node per function and per pmap site (its mapped function), find for every site the first
 // nested pmap, indirect call or unseen body its function may reach (one backward search per

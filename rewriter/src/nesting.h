@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run-wide decision on pmap sites: one shard_map cannot express a pmap that runs inside
 // another pmap's function (imperfect nesting), so every pmap of such a nest is left as is, never
 // one level of it. The call graph joins the facts of every translation unit of the run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merging, applying and reporting (output.h).
 #include "output.h"
 

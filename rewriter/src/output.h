@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merging the results of every translation unit and producing spmd-migrate's outputs: new file
 // contents (edits deduplicated across TUs, conflicts refused, includes inserted), unified diffs,
 // clang-apply-replacements YAML, diagnostics and reports.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sink and Rule helpers (rule.h): turning clang locations into canonical file edits and
 // diagnostics.
 #include "rule.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A migration rule, clang-tidy style: one rule is one header, one source, one test fixture.
 //
 // A rule registers AST matchers for the legacy constructs it knows and, for each match, either

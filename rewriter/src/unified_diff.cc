@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-process unified diffs (unified_diff.h).
 #include "unified_diff.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A unified diff (diff -u, three lines of context) computed in-process from the edits themselves:
 // no shell, no temporary files, and linear in the file (each edit's lines become one change,
 // without the lines it leaves equal). `patch` applied to the original gives the edited file.

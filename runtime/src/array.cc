@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Array storage, host transfer and shard assembly (spmd/array.h, array_impl.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>

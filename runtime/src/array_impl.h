@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: what an Array is made of, and the helpers the ops layer, shard_map and the
 // collectives use to create arrays and hand their memory to kernels.
 //

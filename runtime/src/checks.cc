@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of values from callers (checks.h).
 #include "checks.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the checks of values that reach spmd from its callers, one helper per kind of value:
 // shapes and extents, axis indices, permutations, device lists, timeouts and counts. Public
 // functions validate their arguments through these, so that every bad value gets the same named

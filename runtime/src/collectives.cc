@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives (spmd/collectives.h): argument checks with JAX's messages, group lookup,
 // varying-manual-axes bookkeeping; the data movement is the backend's Communicator.
 #include "spmd/collectives.h"

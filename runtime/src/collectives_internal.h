@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal collectives that are not part of JAX's API (used by the benchmarks).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mesh and sharding pictures (spmd/debug.h).
 #include "spmd/debug.h"
 

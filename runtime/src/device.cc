@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device lists and process-wide settings (spmd/device.h, settings.h).
 #include "spmd/device.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::distributed in a build without Gloo (SPMD_DISTRIBUTED=OFF): one process only, and an
 // error that says how to get multi-process runs.
 #include "spmd/distributed.h"

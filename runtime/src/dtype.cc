@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd element types: float16/bfloat16 conversions, dtype names and JAX's promotion lattice.
 #include "spmd/dtype.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::Error (spmd/errors.h).
 #include "spmd/errors.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // operator<< for spmd's value types: each prints the type's str() (Array's lives in array.cc).
 #include <ostream>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the arithmetic of PartitionSpecs over a mesh (JAX's block formation: the block of a
 // device is, per dimension, the slice its coordinates along the entry's axes select, first name
 // most significant), shared by NamedSharding, device_put and shard_map.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mesh and make_mesh (spmd/mesh.h).
 #include "spmd/mesh.h"
 

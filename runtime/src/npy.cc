@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NumPy's .npy format (spmd/npy.h), written the way numpy.lib.format does so that the bytes
 // match np.save's.
 #include "spmd/npy.h"

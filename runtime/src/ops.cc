@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // jax.numpy-style operations (spmd/ops.h): shapes, promotion and broadcasting here, element work
 // in the backend's kernels.
 #include "spmd/ops.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PartitionSpec (spmd/partition_spec.h).
 #include "spmd/partition_spec.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::process_allgather (spmd/distributed.h): the global value of an array in every process,
 // gathered with the collectives of one shard_map over the array's mesh.
 #include <fmt/format.h>

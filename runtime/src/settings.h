@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the process-wide settings of spmd/device.h (InitOptions, else the environment), fixed
 // at first use.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shard_map: validation with JAX's messages, block formation, launch, and output assembly with
 // the check_vma test (spmd/shard_map.h).
 #include "spmd/shard_map.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NamedSharding, Sharding and the spec arithmetic of layout.h.
 #include "spmd/sharding.h"
 

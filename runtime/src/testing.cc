@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Side-by-side comparison of outputs (spmd/testing.h).
 #include "spmd/testing.h"
 

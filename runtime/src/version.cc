@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The library's version, fixed when the library is compiled (see spmd/version.h).
 #include "spmd/version.h"
 

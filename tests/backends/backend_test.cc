@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend seam, run over every platform in use: the CPU backend and the test backend of
 // test_backend/ (registered from outside the library). Both run shard_map on 1-D and 2-D meshes,
 // device_put and host reads, both pmap implementations (nested pmap included) and the fault

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime core without any backend: it links (the seam has no hidden dependency on a backend
 // folder), and asking for devices is a clear error. Exit code 0 when both hold.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints what the registry selected (the platforms in use, the default first, and their device
 // counts), or the error it raised; CTest runs it under different SPMD_PLATFORMS settings and
 // matches the output (tests/backends/CMakeLists.txt). The test backend is linked in.

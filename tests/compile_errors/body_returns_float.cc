@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A body returning a float instead of an Array.
 #include "spmd/spmd.h"
 

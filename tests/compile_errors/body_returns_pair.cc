@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A body returning std::pair: shard_map bodies return Array, a std::tuple of Arrays or a vector.
 #include <utility>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A body taking `spmd::Array&`: blocks are handed over as const references.
 #include "spmd/spmd.h"
 

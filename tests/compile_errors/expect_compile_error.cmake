@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Compiles SOURCE with COMPILER and FLAGS (a ;-list) and fails unless the compiler rejects it with
 # a message matching EXPECT: the static_assert that explains the mistake.
 separate_arguments(flags NATIVE_COMMAND "${FLAGS}")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A std::tuple argument holding an Array and an int: mapped tuples hold only Arrays.
 #include <tuple>
 

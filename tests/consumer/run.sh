@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs tests/consumer/project, a project that depends on spmd, in WORK, one way:
 #   run.sh find_package BUILD_DIR WORK     find_package(spmd) from the build tree BUILD_DIR
 #   run.sh install PREFIX WORK             find_package(spmd) from an install prefix

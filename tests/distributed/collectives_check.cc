@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every collective over a global mesh of 8 devices, its results written by a single-process run
 // (`collectives_check write DIR`) and checked bit for bit by a multi-process run of the same
 // program under spmd-run (`collectives_check check DIR`): each process compares the shards it

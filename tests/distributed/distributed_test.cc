@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous store and spmd::distributed::initialize, with real processes: each test starts
 // copies of this binary (fork + exec, "worker" modes below) and checks what they report.
 #include "spmd/distributed.h"

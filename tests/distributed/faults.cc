@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults of multi-process runs, one per mode, each run by CTest through spmd-run (2 processes x 2
 // devices). Every process prints what it caught, with the error's class, so the test can check
 // who saw what:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target 3: collective parameters. A shard_map body over a fuzzed mesh of up to 8
 // devices runs one to three collectives with fuzzed axes (repeated, unknown, out of mesh order),
 // axis_index_groups, permutations, split/concat/gather/scatter axes, tiling, sources and casts, on

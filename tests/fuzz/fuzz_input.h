@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the libFuzzer targets of tests/fuzz: turning fuzz input into spmd values (shapes with
 // hostile extents, axes, devices, specs) and the contract every target checks. Any input must end
 // in a value or an spmd::Error: another exception aborts (a crash for libFuzzer), and so does any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target 1: shapes and shape parameters. A short program of array operations over a
 // small stack of arrays, each with fuzzed shapes, extents, axes, permutations, slice bounds and
 // dtypes (constructors, reshape, broadcast_to, slice, transpose, squeeze/expand_dims, concatenate,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target 2: meshes, PartitionSpecs and shard_map specs on small arrays. Fuzzed mesh
 // shapes, axis names and device lists (unknown devices included), in/out specs (None, names,
 // tuples, names the mesh lacks), ShardMapOptions (manual axes, check_vma, deadlines), one or two

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks that the JAX oracle corpus regenerates byte for byte: generates it twice into scratch
 # folders and compares both runs with each other and with the committed corpus/. Not a CTest: it
 # needs the oracle's venvs (created from PyPI on first use) and takes about 5 minutes on 2 cores.

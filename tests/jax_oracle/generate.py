@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Regenerates the JAX oracle corpus in tests/jax_oracle/corpus/ (read by oracle_test.cc).
 
 Usage: tests/jax_oracle/generate.py [--only NAME ...] [--seed N] [--out DIR]

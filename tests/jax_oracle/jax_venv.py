@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pinned JAX virtual environments of the oracle and the JAX baseline, created on first use.
 
   current  <repo>/.venv-oracle         jax 0.10.2: the newest that installs on Debian 12's Python

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds one suite of the JAX oracle corpus; run by generate.py inside a venv with jax.
 
 Usage: oracle.py SUITE OUT.json SEED VALUE_CASES ERROR_CASES

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differential conformance against real JAX: runs every case of tests/jax_oracle/corpus/*.json
 // (produced by generate.py with jax 0.10.2 and 0.7.2) with spmd and compares the result.
 //

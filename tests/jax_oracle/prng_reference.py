@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints jax.random reference values for tests/runtime/threefry_test.cc.
 
 Runs itself inside <repo>/.venv-oracle (created on first use with a pinned CPU jax). Floats are

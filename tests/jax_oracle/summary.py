@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints what the committed JAX oracle corpus holds: cases per suite, value and error cases,
 error kinds, and spmd's deliberate differences with their reasons (plain Python, no JAX)."""
 

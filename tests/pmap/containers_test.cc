@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Container arguments (std::vector<Array>, std::tuple<Array...>) of shard_map and both pmaps,
 // mapped element by element with JAX's pytree prefix rule, and the call site that names an
 // unnamed mapped function in errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::pmap_mesh raises exactly the error the legacy pmap raises for the same call (the code
 // spmd-migrate writes relies on it), and builds the mesh legacy pmap runs on.
 #include "spmd/pmap_mesh.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmap conformance: every pmap case of docs/conformance.md (C01-C45) and legacy pmap's errors,
 // run against both implementations (the native legacy pmap and the compat shim on shard_map),
 // plus nested pmap, donation, and JAX's deprecated helpers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Side by side: legacy pmap, the compat shim and a hand-written shard_map give identical outputs.
 // Includes a seeded property test over random in_axes/out_axes, device counts, dtypes and
 // collectives, and the checks of spmd/testing.h's comparison itself.

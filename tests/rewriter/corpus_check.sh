@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One corpus program (tests/rewriter/corpus/<name>.cc, or a folder of files), migrated by
 # spmd-migrate at build time: checks the tool's warnings (the `// CHECK-MESSAGES:` lines of each
 # file, none for a file without them) and its exit status (0 exactly when no warning is expected:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build step of the corpus: copies one legacy program (a .cc file, or a folder of .cc and .h files
 # migrated in one run, so that the tool sees every file of the program) to <out>.cc or <out>/ and
 # migrates it in place with spmd-migrate, keeping the tool's summary (<out>.summary), warnings

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An LD_PRELOAD shim for files_test.sh that simulates a full (or failing) disk for chosen files:
 // write(), pwrite(), fsync() and fallocate() on a descriptor whose path contains $SPMD_FAIL_PATH
 // fail with ENOSPC (or EIO when SPMD_FAIL_ERRNO=EIO).

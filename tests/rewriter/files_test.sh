@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # spmd-migrate never loses a file: -i on a full disk (ENOSPC, EIO, partial writes, a failing
 # fsync; simulated by the LD_PRELOAD shim fail_writes.c) leaves the original byte for byte, says
 # why and exits 2, and the summary counts no file it could not write; a symlink planted where a

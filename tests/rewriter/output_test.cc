@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of spmd-migrate's output helpers: windowed formatting gives what clang-format gives
 // on the whole file, line ends are read by majority, the in-process diff patches the file, and a
 // plan applies each edit once and counts no site of a file it cannot edit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the rules' parent index: for every node of the user's code it gives the first
 // parent clang's ParentMapContext gives, and it holds no node of a template instantiation.
 #include "rules/parent_index.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs spmd-migrate over examples/legacy in a scratch folder and checks that every program
 # migrates with no warning and that the result is byte-identical to examples/migrated.
 # With --update, writes the result into examples/migrated instead (after changing the tool or a

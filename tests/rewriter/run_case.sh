@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One golden test of spmd-migrate (tests/rewriter/cases/<case>/):
 #   input.cc     legacy code; `// CHECK-MESSAGES:` lines give the expected diagnostics (FileCheck)
 #   expected.cc  the file after `spmd-migrate -i`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # spmd-migrate as a whole, on the small project in tests/rewriter/project: a compilation database
 # (-p) and two jobs (-j 2); a header reached by two translation units in different directories,
 # through two spellings of its path (a symlink), is edited once; a template instantiated twice gives
@@ -51,10 +52,10 @@ expect_exit() {  # expect_exit <status> <args...>
 both=$("$tool" "$work/nest_outer.cc" "$work/nest_helper.cc" -- -std=c++20 -I"$include" 2>&1 || true)
 [ "$(grep -c "spmd-migrate-pmap-nested" <<< "$both")" -eq 2 ] ||
   { echo "$both" >&2; fail "cross-TU nest: want both pmaps reported as nested"; }
-grep -q "nest_outer.cc:7:10: warning: this pmap runs another pmap inside the function it maps: the lambda at line 7 calls 'nest_helper' (.*nest_helper.cc:4), which runs the pmap it makes (.*nest_helper.cc:5)" <<< "$both" ||
+grep -q "nest_outer.cc:8:10: warning: this pmap runs another pmap inside the function it maps: the lambda at line 8 calls 'nest_helper' (.*nest_helper.cc:5), which runs the pmap it makes (.*nest_helper.cc:6)" <<< "$both" ||
   { echo "$both" >&2; fail "cross-TU nest: the outer pmap's reason"; }
 alone=$("$tool" "$work/nest_outer.cc" -- -std=c++20 -I"$include" 2>&1 || true)
-grep -q "nest_outer.cc:7:10: warning: .*'nest_helper' (declared at line 4, defined in no file of this run).*\[spmd-migrate-pmap-unseen-callee\]" <<< "$alone" ||
+grep -q "nest_outer.cc:8:10: warning: .*'nest_helper' (declared at line 5, defined in no file of this run).*\[spmd-migrate-pmap-unseen-callee\]" <<< "$alone" ||
   { echo "$alone" >&2; fail "cross-TU nest, helper not given: want pmap-unseen-callee"; }
 
 # --version gives the project's version; --help says what the tool does, its modes and exit codes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests for spmd/array.h: construction, host transfer, shape methods, shards, device_put
 // and text formatting.
 #include "spmd/array.h"

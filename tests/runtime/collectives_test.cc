@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives: JAX's pmap conformance rows for collectives (run as shard_map over a 1-D mesh with
 // pmap's squeeze/expand adapter), every collective's semantics and errors, axis_index_groups,
 // check_vma typing, dtypes and determinism. The suite is parameterised over backends so that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests for the CPU backend's kernels, reached through the backend registry, against the
 // contract in backend/kernels.h: conversions, every elementwise op, broadcast/transposed/
 // negative-stride views, reductions and batched matmul. Expected values are exact wherever the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests for spmd/dtype.h: float16/bfloat16 rounding, dtype names and JAX's promotion rules.
 #include "spmd/dtype.h"
 

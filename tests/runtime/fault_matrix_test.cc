@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault matrix (docs/design.md, "Faults"): one SPMD program (two collectives over a 2x2 mesh)
 // with one fault injected on one device per cell: an exception before, inside or after a
 // collective, a non-std exception, a mismatched op, dtype, shape or axis, a missing or extra

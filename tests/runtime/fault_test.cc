@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault behaviour of mapped calls (docs/design.md, "Faults"): an exception on one device aborts the
 // call and releases the others; devices that run different collectives, or return while others
 // wait, get CollectiveMismatch at once; a device stuck in user code past the deadline gives

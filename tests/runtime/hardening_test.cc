@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input at the API boundary: every bad value gets a named spmd error naming the argument and
 // the value, never a crash, a phantom device, silently wrong numbers or a std:: exception. One
 // block per kind of value (docs/design.md, "Faults"; runtime/src/checks.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Devices, Mesh, PartitionSpec, NamedSharding, the mesh/sharding pictures, and the API spellings
 // the public headers document (they must compile as written).
 #include <map>

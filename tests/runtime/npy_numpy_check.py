@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """NumPy's side of npy_test.cc: reads the .npy files spmd wrote and writes NumPy's own.
 
 Usage: npy_numpy_check.py DIR

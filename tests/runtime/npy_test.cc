@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests for spmd/npy.h: round trips of every dtype, the exact bytes of the format, the
 // versions, byte orders and Fortran order a reader meets, malformed files, and (when Python 3
 // with NumPy is installed; scripts/setup.sh installs it) files exchanged with NumPy itself.

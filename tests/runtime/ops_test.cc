@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests for spmd/ops.h: constructors, elementwise ops with broadcasting and JAX promotion
 // (weak scalars included), reductions, linear algebra and shape manipulation.
 #include "spmd/ops.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of what C++ users expect from the library's types: operator<< and fmt::formatter
 // for every value type (spmd/format.h), JAX's dtype constants (spmd/dtype.h), the version
 // (spmd/version.h), and the hint of the check_vma error after an all_gather.

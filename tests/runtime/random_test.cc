@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests for spmd/random.h: the Array wrappers over the bit-exact threefry PRNG. Reference
 // words come from jax.random (as pinned in threefry_test.cc); everything else is checked against
 // the internal functions of random/threefry.h, which threefry_test.cc verifies against JAX.

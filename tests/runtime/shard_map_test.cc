@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shard_map: the value cases (S01-S25) and error cases (S26-S47) of docs/conformance.md, block
 // formation, output assembly, static arguments and partial manual mode.
 #include <atomic>

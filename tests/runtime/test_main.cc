@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test entry point: every runtime test runs with 8 CPU devices, the mesh size of JAX's own tests
 // (--xla_force_host_platform_device_count=8) and of the conformance cases.
 #include <gtest/gtest.h>

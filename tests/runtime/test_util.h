@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the runtime tests: array literals, exact comparisons, error expectations,
 // and the pmap-style adapter used to run JAX's pmap conformance cases through shard_map.
 #pragma once

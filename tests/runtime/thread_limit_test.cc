@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A worker thread that cannot start (the process is out of threads) fails the launch with
 // ResourceExhausted, and the threads the launch had started are stopped again: nothing is left
 // behind, and the next launch starts them afresh. Its own binary: the test needs devices whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks that spmd's threefry PRNG reproduces jax.random bit for bit (floats by bit pattern).
 //
 // Reference values come from tests/jax_oracle/prng_reference.py run with jax 0.10.2 / jaxlib

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Monte Carlo estimate of pi with per-device PRNG streams, written against the legacy pmap API.
 //
 // One key is replicated to the 8 devices (device_put_replicated, the pmap-era helper); each device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Global normalisation statistics over a sharded dataset, written against the legacy pmap API.
 //
 // 8 devices each hold one shard of 200000 float32 values, drawn with spmd::random from a fixed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data-parallel SGD on a linear regression model, written against the legacy pmap API.
 //
 // A synthetic dataset y = X w* + b* + noise (8 features, fixed seed) is split into 8 batch shards

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A 1-D heat equation solved with an explicit stencil and halo exchange, written against the
 // legacy pmap API.
 //

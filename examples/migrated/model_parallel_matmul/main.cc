@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model-parallel two-layer MLP forward pass on a 2 x 4 device grid, written against the legacy
 // pmap API with nested pmap.
 //

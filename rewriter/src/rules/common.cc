@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule helpers (common.h).
 #include "rules/common.h"
 

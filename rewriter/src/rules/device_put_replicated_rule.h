@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule device-put-replicated: spmd::device_put_replicated(x, devices) ->
 // spmd::device_put(spmd::stack(n copies of x), NamedSharding(Mesh(devices, {n}, {"x"}), P("x")))
 // with n = devices.size(): JAX's drop-in replacement (docs/migration.md, "What the tool writes");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule device-put-sharded (device_put_sharded_rule.h).
 #include "rules/device_put_sharded_rule.h"
 

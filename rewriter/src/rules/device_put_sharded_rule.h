@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule device-put-sharded: spmd::device_put_sharded(xs, devices) ->
 // spmd::device_put(spmd::stack(xs), NamedSharding(Mesh(devices, {n}, {"x"}), P("x"))) with
 // n = devices.size(): JAX's drop-in replacement (docs/migration.md, "What the tool writes"). Same

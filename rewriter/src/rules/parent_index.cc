@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parent index of the user's code (parent_index.h).
 #include "rules/parent_index.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parents of the user's AST nodes, for the rules' upward walks (what encloses a pmap, what
 // uses its result). clang's ParentMapContext indexes the whole unit, template instantiations and
 // system headers included: in a file with thousands of pmap sites that was a sixth of the tool's

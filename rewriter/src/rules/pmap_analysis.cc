@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading pmap constructs from the AST (pmap_analysis.h).
 #include "rules/pmap_analysis.h"
 

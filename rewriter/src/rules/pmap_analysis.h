@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the pmap rule needs to know about one spmd::pmap(f, axis, options) construct, read from
 // the AST: the options (only when they are compile-time visible), the mapped function's body (for
 // out_axes=nullopt), and whether an output is provably the same on every device along an axis.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The call graph of one translation unit (pmap_call_graph.h).
 #include "rules/pmap_call_graph.h"
 

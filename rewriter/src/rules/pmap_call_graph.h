@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The call graph the pmap rule needs to find nested pmaps (migration.h's FunctionFacts): for each
 // user function of a translation unit, the user functions it may call, the pmap callables it runs
 // and the calls it cannot follow. Facts of every unit of a run are joined in nesting.h, so that a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing the shard_map replacement of a pmap construct (pmap_codegen.h).
 #include "rules/pmap_codegen.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shard_map code the pmap rule writes in place of a pmap(...) expression: a lambda with the
 // pmap-ed callable's call signature that builds the mesh with spmd::pmap_mesh (legacy pmap's
 // argument checks and errors, then one axis per pmap level sized by the mapped dimensions or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule pmap (pmap_rule.h): finds how each pmap construct is used, checks that every option is
 // known and every out_axes=nullopt output provably replicated, and replaces the pmap(...)
 // expression with the code of pmap_codegen.h; or reports why not. Whether a site is finally

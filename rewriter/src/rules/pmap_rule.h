@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule pmap: spmd::pmap(f, axis, options) -> spmd::shard_map code with the same results
 // (docs/migration.md says what it writes and why it leaves a site; pmap_codegen.h shows the code).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule pvary (pvary_rule.h): renames the callee and appends the `to` argument, keeping the
 // caller's spelling of everything else.
 #include "rules/pvary_rule.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rule pvary: spmd::pvary(x, axes) -> spmd::pcast(x, axes, spmd::To::kVarying) (jax.lax.pvary was
 // deprecated in JAX 0.8.2 in favour of pcast(..., to='varying'); docs/migration.md).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rule table, in the order rules run.
 #include "rules/device_put_replicated_rule.h"
 #include "rules/device_put_sharded_rule.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/array.h
 //
 // Array: an immutable n-dimensional array with a dtype, living on one device or sharded over a

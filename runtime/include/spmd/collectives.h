@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/collectives.h
 //
 // Collectives between the devices of a shard_map or pmap body (JAX's jax.lax parallel

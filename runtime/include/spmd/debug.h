@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/debug.h
 //
 // Text pictures of meshes and shardings (JAX's jax.debug.visualize_array_sharding), for logs and

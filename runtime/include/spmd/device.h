@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/device.h
 //
 // Devices, platforms and process-wide initialisation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/distributed.h
 //
 // Multi-process SPMD (JAX's jax.distributed): every process runs the same program and owns some

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/dtype.h
 //
 // Element types of spmd arrays and JAX's type-promotion rules.

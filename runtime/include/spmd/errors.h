@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/errors.h
 //
 // The exceptions spmd throws. One class per JAX exception kind, so code ported from JAX can catch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/format.h
 //
 // Printing spmd values. Array, Mesh, PartitionSpec, NamedSharding, Sharding, Device and DType each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/mesh.h
 //
 // A Mesh arranges devices in an n-dimensional grid with one name per axis (JAX's

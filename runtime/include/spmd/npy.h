@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/npy.h
 //
 // Arrays in NumPy's .npy format (jnp.save / jnp.load), so results can be checked in NumPy or JAX

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/ops.h
 //
 // Array constructors and jax.numpy-style operations. Binary operations broadcast like NumPy and

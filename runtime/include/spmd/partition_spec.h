@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/partition_spec.h
 //
 // PartitionSpec says, for each dimension of an array, which mesh axes split it (JAX's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/pmap.h
 //
 // The legacy pmap API (deprecated; migrate with spmd-migrate), with JAX's <= 0.7.2 semantics:

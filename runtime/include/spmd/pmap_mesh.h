@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/pmap_mesh.h
 //
 // The mesh a pmap call becomes when it is migrated to shard_map, checked the way the legacy pmap

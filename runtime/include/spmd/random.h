@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/random.h
 //
 // Counter-based random numbers with jax.random's default generator (threefry2x32, with JAX's

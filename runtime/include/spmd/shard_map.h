@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/shard_map.h
 //
 // shard_map maps a function over the blocks of its arguments, one block per mesh device, running

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/sharding.h
 //
 // How an array's elements are laid out over devices.

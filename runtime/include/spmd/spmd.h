@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/spmd.h
 //
 // The umbrella header: everything a program written against spmd needs (spmd/testing.h, the

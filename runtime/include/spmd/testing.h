@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File: spmd/testing.h
 //
 // Side-by-side checks for migrations: run one call through several paths (legacy pmap, the

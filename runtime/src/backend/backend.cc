@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Buffer (backend.h), dense strides (kernels.h) and copies between devices (transfer.h).
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the backend seam. One Backend per device platform provides memory, op kernels
 // (backend/kernels.h), transfers, and collectives over device groups (Communicator). Backends
 // register themselves (backend/registry.h); nothing outside a backend's folder includes it.

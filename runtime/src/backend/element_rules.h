@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: how host-side implementations store, compute and combine elements, so that the CPU
 // kernels and the communicators of every host backend (CPU, tests/backends) give the same bits:
 //   - bool is stored as a byte read as `!= 0`; float16/bfloat16 are stored as bits and computed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the op-kernel half of the backend seam.
 //
 // The ops layer (runtime/src/ops*.cc) does all shape work (broadcasting, promotion, axis

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend registry (registry.h).
 #include "backend/registry.h"
 

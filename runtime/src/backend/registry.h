@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the backend registry. Each backend registers its platform, a preference and a factory;
 // the registry decides which platforms are in use (InitOptions::platforms / SPMD_PLATFORMS, else
 // every registered platform that has devices) and creates each backend once, at first use.

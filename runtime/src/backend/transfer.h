@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: copies between devices of any platforms, for shard assembly and block formation.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend: a caching host allocator, the CPU kernels and shared-memory communicators.
 // It registers as the "cpu" platform (backend/registry.h).
 #include "cpu/cpu_backend.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory collectives among CPU device threads (cpu_communicator.h).
 #include "cpu/cpu_communicator.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: collectives among the worker threads of one CPU call, through shared memory.
 //
 // Zero-copy: every member publishes pointers to its input and output, meets the others at one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU backend's kernels over host memory.
 //
 // Each kernel dispatches once on dtype to a template over the element type. Elementwise work runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the CPU backend's kernels, every primitive of backend/kernels.h over host memory.
 //
 // The kernels are stateless, so one shared instance serves every device thread.

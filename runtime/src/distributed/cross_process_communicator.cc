@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hierarchical collectives across processes (cross_process_communicator.h).
 #include "distributed/cross_process_communicator.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: communicators over groups of devices that span processes. Hierarchical: the members of
 // one process meet in shared memory; the last of them to arrive exchanges this process's inputs
 // with one such thread per other process over Gloo (TCP), then computes the outputs of every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::distributed (spmd/distributed.h): the settings of a multi-process run, the rendezvous
 // store, and the cross-process communicators' Gloo contexts.
 #include "spmd/distributed.h"

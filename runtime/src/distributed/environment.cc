@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Settings of a multi-process run from options and the environment (environment.h).
 #include "distributed/environment.h"
 

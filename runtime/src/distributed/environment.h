@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the settings of a multi-process run, from spmd::distributed::Options and else from the
 // environment of the launcher (spmd-run, mpirun, srun, torchrun); spmd/distributed.h lists the
 // variables and their order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd-run: starts the processes of a multi-process spmd run on this machine (torchrun's habit).
 //
 //   spmd-run -n N [--devices-per-process L] [--coordinator ADDRESS] [--grace-s S] [--] prog args...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP rendezvous store (tcp_store.h).
 #include "distributed/tcp_store.h"
 

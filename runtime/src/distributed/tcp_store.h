@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the rendezvous key/value store of a multi-process run, served by process 0 over TCP
 // and implementing Gloo's gloo::rendezvous::Store (what PyTorch's TCPStore does around Gloo).
 // It carries only rendezvous data (Gloo's pair addresses, process descriptions, barriers): the

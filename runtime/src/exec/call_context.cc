@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault handling and the collective protocol of one mapped call (call_context.h).
 #include "exec/call_context.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the shared state of one mapped call (one shard_map or pmap invocation) and the
 // per-device state of each body thread.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator pool (communicator_pool.h).
 #include "exec/communicator_pool.h"
 

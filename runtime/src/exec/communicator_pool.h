@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: communicators that outlive calls. Creating one can cost milliseconds to seconds on
 // some backends (an NCCL init, a Gloo rendezvous), so every communicator is kept, per ordered
 // member set, in a process-wide pool, and each call borrows one per group for the whole call:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device worker threads and call launch (executor.h).
 #include "exec/executor.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: one worker thread per device, and the launch of a mapped call onto a set of them.
 //
 // Launches are atomic across devices (one global launch lock), and each device runs its tasks one

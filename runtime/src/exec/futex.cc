@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linux futex syscalls for futex.h.
 #include "exec/futex.h"
 

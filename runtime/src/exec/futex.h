@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the blocking primitive under every wait in spmd (collectives, dispatch, completion).
 // Linux futexes on std::atomic<uint32_t> words, so a waiter can sleep with a deadline and be woken
 // by a single store+wake, with no mutex on the fast path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launch path of mapped calls (launch.h).
 #include "exec/launch.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the one launch path of every mapped call (shard_map, the legacy pmap and, through
 // shard_map, the compat shim). It owns the call state (CallContext), dispatches one body per
 // device onto the executor, propagates faults (the first error of the call is rethrown to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpSignature hashing and descriptions (op_signature.h).
 #include "exec/op_signature.h"
 

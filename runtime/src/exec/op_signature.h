@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: what one device says about the collective it is entering. Devices of a call compare
 // signatures (by hash) at every collective, so that a device running a different collective, or
 // the same one on a different dtype, shape, axes or parameters, is caught at once instead of

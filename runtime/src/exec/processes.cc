@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process layout and the cross-process communicator hook (processes.h).
 #include "exec/processes.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: where this process stands among the processes of a multi-process run, and how the core
 // gets communicators for groups that span processes. Both are set by spmd::distributed::initialize
 // (runtime/src/distributed/) before the devices are first used; a single-process run keeps the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-process collective sequence check (sequence_check.h).
 #include "exec/sequence_check.h"
 

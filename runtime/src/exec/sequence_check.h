@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the check that the devices of one mapped call run the same collectives in the same
 // order (SPMD), made before a device blocks, so that a device running a different collective, or
 // the same one on a different dtype, shape, axes or parameters, or one that returned from the

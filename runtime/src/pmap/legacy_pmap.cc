@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The native legacy pmap (JAX <= 0.7.2 semantics), library spmd::pmap_legacy_impl.
 //
 // It launches the body on the devices directly (not through shard_map): device d receives slice d

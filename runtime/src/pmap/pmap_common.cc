@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checks, device choice, nested calls and donation shared by both pmap implementations
 // (pmap_common.h). Messages are legacy JAX's (docs/conformance.md, C32-C45).
 #include "pmap/pmap_common.h"

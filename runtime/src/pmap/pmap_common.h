@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: what the legacy pmap and the compat shim share, so that both give the same
 // (legacy, pmap-level) errors and the same nested-pmap behaviour:
 //   - argument checks with JAX <= 0.7.2's messages (docs/conformance.md, C32-C45);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parts of spmd/pmap.h that do not depend on the linked implementation: option checks made
 // by pmap(...) itself, JAX's deprecated placement helpers, pvary, and warnings.
 #include <fmt/format.h>

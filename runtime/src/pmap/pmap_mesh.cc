@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::pmap_mesh (spmd/pmap_mesh.h): legacy pmap's argument and device checks, level by level in
 // legacy's order, on the argument types alone, then the mesh.
 #include "spmd/pmap_mesh.h"

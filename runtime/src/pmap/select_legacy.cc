@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binds spmd::pmap to the native legacy implementation: the one object of library
 // spmd::pmap_legacy. Linking spmd::compat instead binds it to the shard_map-based shim.
 #include "spmd/pmap.h"

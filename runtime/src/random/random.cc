@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spmd::random on top of the bit-exact threefry implementation (random/threefry.h). Samples are
 // generated on the host and placed on the current device.
 #include "spmd/random.h"

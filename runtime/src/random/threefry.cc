@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Threefry-2x32 PRNG matching jax.random bit for bit; see threefry.h for the contract.
 //
 // The float code mirrors the operation order of XLA:CPU's generated code, with std::fma exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bit-exact C++ reimplementation of JAX's default PRNG (threefry2x32): keys, split, fold_in,
 // raw bits, and float32 uniform/normal sampling as jax.random computes them on XLA:CPU.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "test" backend (test_backend.h).
 #include "test_backend.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the tests: the "test" platform, a second backend that lives outside the library and
 // registers through the backend registry like any other, so that the conformance suite can prove
 // that shard_map, every collective and both pmap paths work through the seam alone.

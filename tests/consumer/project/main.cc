@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program of a project that uses spmd as a dependency (tests/consumer/run.sh builds it with
 // find_package, add_subdirectory and pkg-config). fmt comes with spmd: no separate dependency.
 #include <spmd/spmd.h>

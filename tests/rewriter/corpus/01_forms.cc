@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: forms. The ways a pmap callable is made and called: direct, stored, named function,
 // functor, captures, function pointer, a namespace-scope callable of this file, static arguments,
 // temporaries, collectives in the body.

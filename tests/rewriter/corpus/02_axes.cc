@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: axes. in_axes and out_axes: other mapped dimensions, per-argument and per-output
 // entries, std::nullopt on unmapped inputs and on provably replicated outputs, const options.
 #include <spmd/pmap.h>

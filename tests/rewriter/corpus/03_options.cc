@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: options. devices (subsets, reversed), axis_size (alone and with a mapped argument),
 // donate_argnums, the unnamed axis, and several arrays and statics mixed with options.
 #include <spmd/pmap.h>

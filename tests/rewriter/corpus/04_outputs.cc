@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: outputs. What the mapped function returns: tuples of 1 and 3, std::vector<Array>,
 // nothing, integer and bool arrays, with default and per-output out_axes.
 #include <spmd/pmap.h>

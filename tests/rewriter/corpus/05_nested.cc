@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: nested. Perfectly nested pmaps (one shard_map over a multi-axis mesh): default and
 // per-level in_axes/out_axes, collectives over one axis or both, three levels, stored nests, and
 // nests written through variables (the inner pmap kept in a variable that the outer one maps,

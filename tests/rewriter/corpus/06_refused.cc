@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: refused. Sites the tool must leave as legacy pmap, each with its warning: macros,
 // escaping callables (returned, passed on, a member typed with decltype, a namespace-scope variable
 // with external linkage), run-time options, unprovable out_axes=nullopt, negative axes, imperfect

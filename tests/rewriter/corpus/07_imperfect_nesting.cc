@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: imperfect nesting. A pmap that runs inside the function another pmap maps, not written
 // as pmap(pmap(f, ...), ...): through a captured callable (by reference or by copy), a helper
 // function that makes and calls a pmap, two levels of helpers, a lambda variable and a functor.

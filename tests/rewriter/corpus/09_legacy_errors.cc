@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: legacy errors. Calls the legacy pmap rejects at run time: a rank-0 argument, more
 // elements than devices, mapped sizes that disagree or contradict axis_size, an in_axes entry
 // beyond an argument's rank, a devices list of the wrong size, and the same in nests. Every site

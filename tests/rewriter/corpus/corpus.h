@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Printing for the corpus programs: every value exactly (hexadecimal floats), so that "same
 // output" means bit-identical results.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fuzzes spmd-migrate with mutated legacy sources.
 
 Each mutant is one seed (tests/rewriter/fuzz/seeds/*.cc, or any legacy program given with --seed)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fuzz driver can fail: fuzz.py run over a deliberately broken spmd-migrate (the real tool
 # wrapped so that it breaks one promise) must exit 1 and count the fault in its table, for each
 # fault it checks: a crash, a hang, a file modified that does not compile (and edits that are not

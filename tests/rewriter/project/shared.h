@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A header included by two translation units: its pmap is migrated once, not once per unit.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus 08_cross_tu: the inner pmap two calls and two files away from the outer one.
 #include <spmd/pmap.h>
 

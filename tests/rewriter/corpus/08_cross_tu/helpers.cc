@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus 08_cross_tu: a helper that runs the inner pmap of a nest whose outer pmap is in main.cc.
 #include "helpers.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus 08_cross_tu: helpers defined in other files of the program (helpers.cc, deeper.cc).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Corpus: cross-TU imperfect nesting. Outer pmaps whose functions run inner pmaps in helpers
 // defined in other files of the program (helpers.cc, and deeper.cc two calls away), all given to
 // the tool in one run: it must follow the calls across the files and leave every pmap of each

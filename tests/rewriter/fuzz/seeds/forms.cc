@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz seed: the common forms of a pmap callable, each printed.
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz seed: donation, devices, axis_size, a macro and the other pmap-era helpers.
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>

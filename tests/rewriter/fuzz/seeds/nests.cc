@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz seed: perfect nests (inline and through a variable) and an imperfect one.
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
