@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "backend/registry.h"
+#include "exec/processes.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal {
@@ -98,7 +99,10 @@ void check_device(const Device& device, std::string_view what) {
         "{}. Take devices from spmd::devices().",
         what, device.str(), device.platform.name(), names));
   }
-  const int count = backend_for(device.platform).device_count();
+  // Ids are global: with L devices per process, process p owns ids [p*L, (p+1)*L).
+  const int local = backend_for(device.platform).device_count();
+  const int processes = process_layout().count;
+  const int count = local * processes;
   if (device.id < 0 || device.id >= count) {
     throw ValueError(fmt::format(
         "{} holds {}, which is not a device of this runtime: platform '{}' has {} devices, with "
@@ -106,11 +110,17 @@ void check_device(const Device& device, std::string_view what) {
         "(spmd::initialize or SPMD_CPU_DEVICES for CPU devices).",
         what, device.str(), device.platform.name(), count, count - 1));
   }
-  if (device.process_index != 0) {
+  if (processes == 1 && device.process_index != 0) {
     throw ValueError(fmt::format(
         "{} holds {} of process {}, but this runtime runs one process (process 0); take devices "
         "from spmd::devices().",
         what, device.str(), device.process_index));
+  }
+  if (device.process_index != device.id / local) {
+    throw ValueError(fmt::format(
+        "{} holds {} of process {}, but {} belongs to process {} ({} devices per process); take "
+        "devices from spmd::devices().",
+        what, device.str(), device.process_index, device.str(), device.id / local, local));
   }
 }
 
