@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "backend/registry.h"
 #include "distributed/cross_process_communicator.h"
@@ -55,6 +56,12 @@ std::mutex& state_mutex() {
 State*& state_slot() {
   static State* state = nullptr;
   return state;
+}
+// States of runs that shut down: kept to the process's end (pooled communicators may still refer
+// to them) and reachable from here, so that leak checkers do not count them.
+std::vector<State*>& retired_states() {
+  static auto* retired = new std::vector<State*>();
+  return *retired;
 }
 
 std::chrono::milliseconds to_ms(double seconds) {
@@ -277,9 +284,8 @@ void shutdown() {
     // Process 0 serves the store: it stays until every process has read the last key.
     if (state->server) state->store->wait(left, timeout);
   }
+  retired_states().push_back(state);
   state_slot() = nullptr;
-  // The cross-process communicators still pooled keep the Gloo device alive; the state itself
-  // is left to the process's end, because pooled communicators may still refer to it.
   internal::set_cross_process_factory(nullptr);
 }
 
