@@ -30,14 +30,24 @@ struct Launch {
   void* body;
   DeviceOutputs outputs;
   Executor::Launch* executor = nullptr;
-  // The mesh positions of this process's devices, by launch index (all of them in a single-process
-  // run; in a multi-process run each process runs only its own devices' bodies).
+  // In a multi-process run, the mesh positions of this process's devices by launch index (each
+  // process runs only its own devices' bodies); empty in one process, where they coincide.
   std::vector<int> ranks;
 };
 
+int rank_of(const Launch& launch, int index) {
+  return launch.ranks.empty() ? index : launch.ranks[index];
+}
+
+int index_of(const Launch& launch, int rank) {
+  if (launch.ranks.empty()) return rank;
+  return static_cast<int>(std::find(launch.ranks.begin(), launch.ranks.end(), rank) -
+                          launch.ranks.begin());
+}
+
 void run_device(void* arg, int index) {
   Launch& launch = *static_cast<Launch*>(arg);
-  const int rank = launch.ranks[index];
+  const int rank = rank_of(launch, index);
   if (!launch.call.start(rank)) return;
   const Mesh& mesh = launch.call.mesh();
   DeviceContext ctx;
@@ -61,17 +71,13 @@ void run_device(void* arg, int index) {
 Executor::Verdict poll(void* arg) {
   Launch& launch = *static_cast<Launch*>(arg);
   Settlement s = launch.call.settle();
-  std::vector<int> stuck;  // mesh positions to launch indices
-  for (int rank : s.stuck) {
-    auto at = std::find(launch.ranks.begin(), launch.ranks.end(), rank);
-    stuck.push_back(static_cast<int>(at - launch.ranks.begin()));
-  }
-  return Executor::Verdict{s.abandon, std::move(stuck), std::move(s.why), s.until};
+  for (int& stuck : s.stuck) stuck = index_of(launch, stuck);  // mesh positions to launch indices
+  return Executor::Verdict{s.abandon, std::move(s.stuck), std::move(s.why), s.until};
 }
 
 void device_lost(void* arg, int index, const std::string& why) {
   Launch& launch = *static_cast<Launch*>(arg);
-  launch.call.lose(launch.ranks[index], why);
+  launch.call.lose(rank_of(launch, index), why);
 }
 
 constexpr Executor::Owner kOwner{&run_device, &poll, &device_lost};
@@ -84,24 +90,30 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
   launch->call.set_abort_listener(
       [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); }, launch.get());
   const Mesh& mesh = launch->call.mesh();
+  const std::vector<Device>* run_on = &mesh.devices();
   std::vector<Device> local;
-  for (int r = 0; r < mesh.size(); ++r) {
-    if (!is_addressable(mesh.devices()[r])) continue;
-    local.push_back(mesh.devices()[r]);
-    launch->ranks.push_back(r);
+  if (process_layout().count > 1) {
+    for (int r = 0; r < mesh.size(); ++r) {
+      if (!is_addressable(mesh.devices()[r])) continue;
+      local.push_back(mesh.devices()[r]);
+      launch->ranks.push_back(r);
+    }
+    if (local.empty()) {
+      throw NotImplementedError(fmt::format(
+          "'{}' maps over {}, none of whose devices belongs to process {}; in a multi-process "
+          "run every process must own at least one device of the mesh (build it from "
+          "spmd::devices()).",
+          launch->call.fun_name(), mesh.str(), process_layout().index));
+    }
+    run_on = &local;
   }
-  if (local.empty()) {
-    throw NotImplementedError(fmt::format(
-        "'{}' maps over {}, none of whose devices belongs to process {}; in a multi-process run "
-        "every process must own at least one device of the mesh (build it from spmd::devices()).",
-        launch->call.fun_name(), mesh.str(), process_layout().index));
-  }
-  Executor::instance().run(local, kOwner, launch.get(), launch, &launch->executor);
+  Executor::instance().run(*run_on, kOwner, launch.get(), launch, &launch->executor);
   if (std::exception_ptr error = launch->call.take_error()) std::rethrow_exception(error);
   DeviceOutputs& outputs = launch->outputs;
-  const int first = launch->ranks[0];
+  const int first = rank_of(*launch, 0);
   const size_t count = outputs[first].size();
-  for (int r : launch->ranks) {
+  for (int i = 1; i < static_cast<int>(run_on->size()); ++i) {
+    const int r = rank_of(*launch, i);
     if (outputs[r].size() != count) {
       throw ValueError(fmt::format(
           "the body of '{}' returned {} outputs on {} but {} on {}; every device must return the "
@@ -112,8 +124,10 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
   }
   // Other processes' devices ran the same program: they stand in with this process's first
   // blocks for the type checks, and assemble() leaves their shards non-addressable.
-  for (int r = 0; r < mesh.size(); ++r) {
-    if (!is_addressable(mesh.devices()[r])) outputs[r] = outputs[first];
+  if (!launch->ranks.empty()) {
+    for (int r = 0; r < mesh.size(); ++r) {
+      if (!is_addressable(mesh.devices()[r])) outputs[r] = outputs[first];
+    }
   }
   return std::move(outputs);
 }
