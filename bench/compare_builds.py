@@ -7,6 +7,8 @@ parses every markdown table they print, and prints the same tables with each num
 replaced by the median over rounds of after/before, so that load that comes and goes on a shared
 machine falls on both builds (docs/benchmarks.md, "Method"). A ratio above 1 is slower after for
 times, and larger after for ratios and bandwidths: read each column's meaning from its header.
+Cells printed as "median (min)" are compared by their median, or by their min with --use=min
+(the fastest rep of a run: what the code costs when the scheduler does not get in the way).
 
   bench/compare_builds.py --before=build-old --after=build --rounds=5 dispatch_bench -- --reps=7
 """
@@ -17,12 +19,21 @@ import subprocess
 import sys
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?")
+MIN = re.compile(r"\((-?\d+(\.\d+)?)\)")
 
 
 def run(build, prog, args):
     out = subprocess.run([f"{build}/bench/{prog}", *args], check=True, capture_output=True,
                          text=True).stdout
     return out.splitlines()
+
+
+def value(cell, use):
+    """The cell's number: its median, or with use == "min" the min in parentheses if it has one."""
+    if use == "min" and (m := MIN.search(cell)):
+        return float(m.group(1))
+    m = NUMBER.match(cell)
+    return float(m.group()) if m else None
 
 
 def cells(line):
@@ -35,6 +46,8 @@ def main():
     parser.add_argument("--before", required=True, help="build folder of the baseline")
     parser.add_argument("--after", required=True, help="build folder of the change")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--use", choices=["median", "min"], default="median",
+                        help="which figure of a 'median (min)' cell to compare")
     parser.add_argument("prog")
     parser.add_argument("args", nargs="*")
     opts = parser.parse_args()
@@ -66,9 +79,9 @@ def main():
                 b, a = cells(before[i]), cells(after[i])
                 if j >= len(b) or j >= len(a):
                     break
-                mb, ma = NUMBER.match(b[j]), NUMBER.match(a[j])
-                if mb and ma and float(mb.group()) != 0:
-                    ratios.append(float(ma.group()) / float(mb.group()))
+                vb, va = value(b[j], opts.use), value(a[j], opts.use)
+                if vb is not None and va is not None and vb != 0:
+                    ratios.append(va / vb)
             if len(ratios) == opts.rounds:
                 out.append(f"{statistics.median(ratios):.3f}")
             else:

@@ -15,6 +15,7 @@
 #include "checks.h"
 #include "collectives_internal.h"
 #include "exec/call_context.h"
+#include "layout.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
 
@@ -539,7 +540,8 @@ Array axis_index(AxisNames axes) {
   Bound b = internal::bind(axes, "axis_index");
   int64_t pos = 0;
   const Mesh& mesh = b.ctx->call->mesh();
-  for (int a : b.axes) pos = pos * mesh.axis_sizes()[a] + b.ctx->coords[a];
+  for (int a : b.axes)
+    pos = pos * mesh.axis_sizes()[a] + internal::coord_along(mesh, b.ctx->rank, a);
   return internal::typed(Array::scalar(static_cast<int32_t>(pos)), b, b.mask);
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -67,19 +68,23 @@ std::mutex& settings_mutex() {
   static std::mutex mu;
   return mu;
 }
-// Null until the first initialize() or the first use of a device.
-Settings*& settings_slot() {
-  static Settings* settings = nullptr;
+// Null until the first initialize() or the first use of a device; set once (under
+// settings_mutex), never replaced, so readers need no lock once it is set (every call reads it).
+std::atomic<Settings*>& settings_slot() {
+  static std::atomic<Settings*> settings{nullptr};
   return settings;
 }
 
 }  // namespace
 
 const Settings& settings() {
+  if (const Settings* set = settings_slot().load(std::memory_order_acquire)) return *set;
   std::lock_guard<std::mutex> lock(settings_mutex());
-  Settings*& slot = settings_slot();
-  if (slot == nullptr) slot = new Settings(requested({}));
-  return *slot;
+  std::atomic<Settings*>& slot = settings_slot();
+  if (slot.load(std::memory_order_relaxed) == nullptr) {
+    slot.store(new Settings(requested({})), std::memory_order_release);
+  }
+  return *slot.load(std::memory_order_relaxed);
 }
 
 }  // namespace internal
@@ -89,19 +94,20 @@ std::string Device::str() const { return fmt::format("{}:{}", platform.name(), i
 void initialize(InitOptions options) {
   internal::Settings wanted = internal::requested(options);
   std::lock_guard<std::mutex> lock(internal::settings_mutex());
-  internal::Settings*& slot = internal::settings_slot();
-  if (slot == nullptr) {
-    slot = new internal::Settings(wanted);
+  std::atomic<internal::Settings*>& slot = internal::settings_slot();
+  const internal::Settings* set = slot.load(std::memory_order_relaxed);
+  if (set == nullptr) {
+    slot.store(new internal::Settings(wanted), std::memory_order_release);
     return;
   }
-  if (*slot != wanted) {
+  if (*set != wanted) {
     throw ValueError(fmt::format(
         "spmd::initialize must run before the devices are first used; they are already set up "
         "with cpu_devices={}, collective_timeout_s={:g} and platforms='{}', but this call asks "
         "for cpu_devices={}, collective_timeout_s={:g} and platforms='{}'. Call "
         "spmd::initialize once, at the start of main, or set SPMD_CPU_DEVICES / "
         "SPMD_COLLECTIVE_TIMEOUT_S / SPMD_PLATFORMS.",
-        slot->cpu_devices, slot->timeout_s, slot->platforms, wanted.cpu_devices, wanted.timeout_s,
+        set->cpu_devices, set->timeout_s, set->platforms, wanted.cpu_devices, wanted.timeout_s,
         wanted.platforms));
   }
 }

@@ -15,10 +15,9 @@ namespace spmd::internal {
 
 // The product of the sizes of the axes an entry names (1 for None).
 int64_t entry_size(const Mesh& mesh, const PartitionSpec::Entry& entry);
-// The block index an entry gives the device at `coords`: mixed radix over the entry's axes,
-// first name most significant.
-int64_t entry_block(const Mesh& mesh, const PartitionSpec::Entry& entry,
-                    const std::vector<int64_t>& coords);
+// The coordinate along mesh axis `axis` of the device at row-major mesh position `linear`
+// (Mesh::coords without the vector: this runs per device on every call).
+int64_t coord_along(const Mesh& mesh, int64_t linear, int axis);
 // The shape of one block (extents already known to divide).
 Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global);
 // The index range of the block held by the device at mesh position `linear`.

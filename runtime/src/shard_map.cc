@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "array_impl.h"
 #include "checks.h"
@@ -47,10 +48,17 @@ std::string axes_set(const Mesh& mesh, uint64_t mask) {
   return "{" + out + "}";
 }
 
-// One leaf's spec and where it was given ("in_specs", "in_specs[1]", "in_specs[1][0]").
-struct LeafSpec {
-  PartitionSpec spec;
-  std::string path;
+// One spec of the call and where it was given ("in_specs", "in_specs[1]", "in_specs[1][0]"). It
+// points into the plan and forms the path only for a message: every call expands the specs.
+struct SpecAt {
+  const PartitionSpec* spec;
+  const char* what;  // "in_specs" or "out_specs"
+  int i = -1;        // the index into the list of specs, -1 for a single spec
+  int k = -1;        // the element of a per-element list, -1 if none
+  std::string path() const {
+    if (i < 0) return what;
+    return k < 0 ? fmt::format("{}[{}]", what, i) : fmt::format("{}[{}][{}]", what, i, k);
+  }
 };
 
 std::string prefix_error(const char* what, size_t given, size_t wanted, const char* kind) {
@@ -65,10 +73,10 @@ std::string prefix_error(const char* what, size_t given, size_t wanted, const ch
 // The spec of each Array leaf of the call: one spec for all, one entry per mapped argument (a
 // PartitionSpec for all of a container's elements, or a list with one per element), or, for the
 // compat pmap, one spec per leaf.
-std::vector<LeafSpec> expand_in_specs(const ShardMapPlan& plan, const ArgLayout& layout) {
+std::vector<SpecAt> expand_in_specs(const ShardMapPlan& plan, const ArgLayout& layout) {
   const Specs& specs = plan.in_specs;
   const std::vector<SpecEntry>& entries = specs.entries();
-  std::vector<LeafSpec> out;
+  std::vector<SpecAt> out;
   out.reserve(layout.leaf_count());
   if (specs.is_single() || plan.in_specs_per_leaf) {
     if (!specs.is_single() && entries.size() != layout.leaf_count()) {
@@ -76,9 +84,8 @@ std::vector<LeafSpec> expand_in_specs(const ShardMapPlan& plan, const ArgLayout&
                                     "Array arguments f was called with"));
     }
     for (size_t i = 0; i < layout.leaf_count(); ++i) {
-      out.push_back(specs.is_single()
-                        ? LeafSpec{entries[0].specs()[0], "in_specs"}
-                        : LeafSpec{entries[i].specs()[0], fmt::format("in_specs[{}]", i)});
+      out.push_back(specs.is_single() ? SpecAt{&entries[0].specs()[0], "in_specs"}
+                                      : SpecAt{&entries[i].specs()[0], "in_specs", int(i)});
     }
     return out;
   }
@@ -92,7 +99,7 @@ std::vector<LeafSpec> expand_in_specs(const ShardMapPlan& plan, const ArgLayout&
     const ArgLayout::Arg& arg = layout.args()[i];
     if (!entry.per_element()) {
       for (size_t k = 0; k < arg.count; ++k) {
-        out.push_back({entry.specs()[0], fmt::format("in_specs[{}]", i)});
+        out.push_back({&entry.specs()[0], "in_specs", int(i)});
       }
       continue;
     }
@@ -105,18 +112,14 @@ std::vector<LeafSpec> expand_in_specs(const ShardMapPlan& plan, const ArgLayout&
           arg.container ? fmt::format("a container of {} Arrays", arg.count) : "an Array"));
     }
     for (size_t k = 0; k < arg.count; ++k) {
-      out.push_back({entry.specs()[k], fmt::format("in_specs[{}][{}]", i, k)});
+      out.push_back({&entry.specs()[k], "in_specs", int(i), int(k)});
     }
   }
   return out;
 }
 
-std::string spec_path(const char* what, const Specs& specs, size_t i) {
-  return specs.is_single() ? what : fmt::format("{}[{}]", what, i);
-}
-
 // The spec of each output: one spec for all, or one per output.
-std::vector<PartitionSpec> expand_out_specs(const Specs& specs, size_t outputs) {
+std::vector<SpecAt> expand_out_specs(const Specs& specs, size_t outputs) {
   const std::vector<SpecEntry>& entries = specs.entries();
   for (size_t j = 0; j < entries.size(); ++j) {
     if (entries[j].per_element()) {
@@ -127,32 +130,36 @@ std::vector<PartitionSpec> expand_out_specs(const Specs& specs, size_t outputs) 
           j, entries[j].str()));
     }
   }
-  if (specs.is_single()) return std::vector<PartitionSpec>(outputs, entries[0].specs()[0]);
+  if (specs.is_single()) return std::vector<SpecAt>(outputs, {&entries[0].specs()[0], "out_specs"});
   if (entries.size() != outputs) {
     throw ValueError(prefix_error("out_specs", entries.size(), outputs, "outputs f returns"));
   }
-  std::vector<PartitionSpec> out;
-  for (const SpecEntry& entry : entries) out.push_back(entry.specs()[0]);
+  std::vector<SpecAt> out;
+  out.reserve(outputs);
+  for (size_t j = 0; j < outputs; ++j) out.push_back({&entries[j].specs()[0], "out_specs", int(j)});
   return out;
 }
 
 // Checks that a spec names only mesh axes that are manual in this call, each at most once.
-void check_spec_names(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
-                      const std::string& path, const char* what) {
+void check_spec_names(const ShardMapPlan& plan, uint64_t manual, const SpecAt& at) {
   const Mesh& mesh = plan.mesh;
-  for (const std::string& name : spec.axis_names()) {
-    int a = mesh.axis_index(name);
-    if (a < 0) {
-      throw ValueError(fmt::format(
-          "shard_map {} is {}, which refers to axis '{}' that is not in the mesh. {} Check the "
-          "{} values passed to shard_map.",
-          path, spec.str(), name, mesh_line(mesh), what));
-    }
-    if (!(manual >> a & 1)) {
-      throw ValueError(fmt::format(
-          "shard_map {} argument must refer to an axis marked as manual ({}), but:\n\n  {} "
-          "refers to '{}'\n\nCheck the {} values passed to shard_map.",
-          what, axes_set(mesh, manual), path, name, what));
+  const PartitionSpec& spec = *at.spec;
+  const char* what = at.what;
+  for (const PartitionSpec::Entry& entry : spec.entries()) {
+    for (const std::string& name : entry.names()) {
+      int a = mesh.axis_index(name);
+      if (a < 0) {
+        throw ValueError(fmt::format(
+            "shard_map {} is {}, which refers to axis '{}' that is not in the mesh. {} Check the "
+            "{} values passed to shard_map.",
+            at.path(), spec.str(), name, mesh_line(mesh), what));
+      }
+      if (!(manual >> a & 1)) {
+        throw ValueError(fmt::format(
+            "shard_map {} argument must refer to an axis marked as manual ({}), but:\n\n  {} "
+            "refers to '{}'\n\nCheck the {} values passed to shard_map.",
+            what, axes_set(mesh, manual), at.path(), name, what));
+      }
     }
   }
   check_spec_axes(mesh, spec);
@@ -180,19 +187,20 @@ uint64_t manual_mask(const ShardMapPlan& plan) {
 
 uint64_t spec_mask(const Mesh& mesh, const PartitionSpec& spec) {
   uint64_t mask = 0;
-  for (const std::string& name : spec.axis_names()) mask |= uint64_t{1} << mesh.axis_index(name);
+  for (const PartitionSpec::Entry& entry : spec.entries()) {
+    for (const std::string& name : entry.names()) mask |= uint64_t{1} << mesh.axis_index(name);
+  }
   return mask;
 }
 
 // Validates the inputs against their specs, collecting every divisibility failure like JAX.
 void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args, const ArgLayout& layout,
-                  const std::vector<LeafSpec>& specs) {
+                  const std::vector<SpecAt>& specs) {
   const Mesh& mesh = plan.mesh;
   const std::string& f = plan.fun_name;
   std::vector<std::string> failures;
   for (size_t i = 0; i < args.size(); ++i) {
-    const PartitionSpec& spec = specs[i].spec;
-    const std::string& path = specs[i].path;
+    const PartitionSpec& spec = *specs[i].spec;
     int rank = args[i].ndim();
     if (static_cast<int>(spec.size()) > rank) {
       throw ValueError(fmt::format(
@@ -202,8 +210,8 @@ void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args, cons
           "< {})\n\nEntries in in_specs must be of length no greater than the number of axes in "
           "the corresponding input value.\n\nEither revise the spec to be shorter, or modify '{}' "
           "so that its inputs have sufficient rank.{}",
-          f, path, spec.str(), spec.size(), layout.leaf_name(i), long_type(args[i]), rank, rank,
-          spec.size(), f,
+          f, specs[i].path(), spec.str(), spec.size(), layout.leaf_name(i), long_type(args[i]),
+          rank, rank, spec.size(), f,
           rank == 0 ? "\n\nFor scalar values (rank 0), consider using an in_specs entry of `P()`, "
                       "where `P = spmd::PartitionSpec`."
                     : ""));
@@ -216,10 +224,11 @@ void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args, cons
       std::string target = spec[d].is_tuple()
                                ? fmt::format("mesh axes {} (of total size {})", spec[d].str(), m)
                                : fmt::format("mesh axis '{}' (of size {})", spec[d].names()[0], m);
-      failures.push_back(fmt::format(
-          "* the passed {} of shape {} corresponds to {} of value {}, which maps array "
-          "axis {} (of size {}) to {}, but {} does not evenly divide {}",
-          layout.leaf_name(i), long_type(args[i]), path, spec.str(), d, size, target, m, size));
+      failures.push_back(
+          fmt::format("* the passed {} of shape {} corresponds to {} of value {}, which maps array "
+                      "axis {} (of size {}) to {}, but {} does not evenly divide {}",
+                      layout.leaf_name(i), long_type(args[i]), specs[i].path(), spec.str(), d, size,
+                      target, m, size));
     }
   }
   if (failures.empty()) return;
@@ -234,9 +243,9 @@ void check_inputs(const ShardMapPlan& plan, const std::vector<Array>& args, cons
       f, mesh_line(mesh), fmt::join(failures, "\n\n"), f));
 }
 
-void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& spec,
-               const std::string& path, uint64_t vma) {
+void check_vma(const ShardMapPlan& plan, uint64_t manual, const SpecAt& at, uint64_t vma) {
   const Mesh& mesh = plan.mesh;
+  const PartitionSpec& spec = *at.spec;
   uint64_t mentioned = spec_mask(mesh, spec);
   uint64_t unmentioned = manual & ~mentioned;
   if ((vma & unmentioned) == 0) return;
@@ -245,7 +254,7 @@ void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& s
     detail = fmt::format(
         "{} is {} which implies that the corresponding output value is replicated across mesh "
         "axis '{}', but could not infer replication over any axes",
-        path, spec.str(), mesh.axis_names()[__builtin_ctzll(unmentioned)]);
+        at.path(), spec.str(), mesh.axis_names()[__builtin_ctzll(unmentioned)]);
   } else {
     auto plain = [&](uint64_t mask) {
       std::string s = axes_set(mesh, mask);
@@ -256,7 +265,7 @@ void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& s
     detail = fmt::format(
         "{} is {} which implies that the corresponding output value is only varying across mesh "
         "axes {} and not {}, but it was inferred to be possibly varying over {}",
-        path, spec.str(), plain(mentioned), plain(unmentioned & vma), plain(vma));
+        at.path(), spec.str(), plain(mentioned), plain(unmentioned & vma), plain(vma));
   }
   throw ValueError(fmt::format(
       "shard_map applied to the function '{}' was given out_specs which require replication "
@@ -271,8 +280,9 @@ void check_vma(const ShardMapPlan& plan, uint64_t manual, const PartitionSpec& s
 }
 
 // Builds output j from every device's block.
-Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const PartitionSpec& spec,
-                      const std::string& path, const DeviceOutputs& outputs, size_t j) {
+Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const SpecAt& at,
+                      const DeviceOutputs& outputs, size_t j) {
+  const PartitionSpec& spec = *at.spec;
   check_same_types(call, outputs, j);
   const Array& first = outputs[0][j];
   uint64_t vma = 0;
@@ -286,7 +296,7 @@ Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const Part
         "in out_specs must be of length no greater than the number of axes in the corresponding "
         "output value.\n\nEither revise the spec to be shorter, or modify '{}' so that its "
         "outputs have sufficient rank.{}",
-        plan.fun_name, path, spec.str(), spec.size(), plan.fun_name,
+        plan.fun_name, at.path(), spec.str(), spec.size(), plan.fun_name,
         plan.out_specs.is_single() ? "" : fmt::format("[{}]", j), long_type(first), rank, rank,
         spec.size(), plan.fun_name,
         rank == 0 ? " In particular, for rank 0 outputs which are not constant over the mesh, "
@@ -294,22 +304,23 @@ Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const Part
                     "using out_specs."
                   : ""));
   }
-  if (plan.options.check_vma) check_vma(plan, call.manual_mask, spec, path, vma);
+  if (plan.options.check_vma) check_vma(plan, call.manual_mask, at, vma);
   Shape global = first.shape();
   for (size_t d = 0; d < spec.size(); ++d) global[d] *= entry_size(plan.mesh, spec[d]);
   return assemble(call, spec, global, first.shape(), outputs, j);
 }
 
-// Checks out_specs' axis names, and their count when the output count is known (>= 0).
-void check_out_specs(const ShardMapPlan& plan, uint64_t manual, const Specs& out_specs,
-                     int num_outputs) {
+// Checks out_specs' axis names; returns the spec of each output when their count is known (>= 0).
+std::vector<SpecAt> check_out_specs(const ShardMapPlan& plan, uint64_t manual,
+                                    const Specs& out_specs, int num_outputs) {
   const std::vector<SpecEntry>& entries = out_specs.entries();
   for (size_t j = 0; j < entries.size(); ++j) {
     for (const PartitionSpec& spec : entries[j].specs()) {
-      check_spec_names(plan, manual, spec, spec_path("out_specs", out_specs, j), "out_specs");
+      check_spec_names(plan, manual, {&spec, "out_specs", out_specs.is_single() ? -1 : int(j)});
     }
   }
-  if (num_outputs >= 0) expand_out_specs(out_specs, static_cast<size_t>(num_outputs));
+  if (num_outputs < 0) return {};
+  return expand_out_specs(out_specs, static_cast<size_t>(num_outputs));
 }
 
 std::string context_mesh_error(const Mesh& mesh) {
@@ -350,17 +361,19 @@ std::string callable_name(const std::type_info& type, const char* file, int line
 
 void ArgLayout::add(int position, size_t count, bool container) {
   args_.push_back({position, leaf_positions_.size(), count, container});
-  for (size_t k = 0; k < count; ++k) {
-    leaf_positions_.push_back(position);
-    leaf_args_.push_back(args_.size() - 1);
-    leaf_elements_.push_back(container ? static_cast<int>(k) : -1);
-  }
+  leaf_positions_.insert(leaf_positions_.end(), count, position);
+}
+
+size_t ArgLayout::arg_of(size_t leaf) const {
+  size_t a = 0;
+  while (a + 1 < args_.size() && args_[a + 1].first <= leaf) ++a;
+  return a;
 }
 
 std::string ArgLayout::leaf_name(size_t leaf) const {
-  int element = leaf_elements_[leaf];
-  return element < 0 ? fmt::format("args[{}]", leaf_positions_[leaf])
-                     : fmt::format("args[{}][{}]", leaf_positions_[leaf], element);
+  const Arg& arg = args_[arg_of(leaf)];
+  return arg.container ? fmt::format("args[{}][{}]", arg.position, leaf - arg.first)
+                       : fmt::format("args[{}]", arg.position);
 }
 
 std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
@@ -373,11 +386,10 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   }
   if (current_device_context() != nullptr) throw ValueError(context_mesh_error(mesh));
   uint64_t manual = manual_mask(plan);
-  std::vector<LeafSpec> in_specs = expand_in_specs(plan, layout);
-  for (const LeafSpec& leaf : in_specs) {
-    check_spec_names(plan, manual, leaf.spec, leaf.path, "in_specs");
-  }
-  if (!plan.out_specs_from) check_out_specs(plan, manual, plan.out_specs, num_outputs);
+  std::vector<SpecAt> in_specs = expand_in_specs(plan, layout);
+  for (const SpecAt& leaf : in_specs) check_spec_names(plan, manual, leaf);
+  std::vector<SpecAt> out_specs;
+  if (!plan.out_specs_from) out_specs = check_out_specs(plan, manual, plan.out_specs, num_outputs);
   check_inputs(plan, args, layout, in_specs);
   check_donation(plan.options.donate_argnums, layout.leaf_positions());
 
@@ -386,31 +398,29 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
                 timeout ? checked_timeout(*timeout, "ShardMapOptions::collective_timeout_s")
                         : collective_timeout_s(),
                 plan.fun_name};
-  std::vector<uint64_t> in_vma;
-  for (const LeafSpec& leaf : in_specs) {
-    in_vma.push_back(plan.options.check_vma ? spec_mask(mesh, leaf.spec) : 0);
-  }
   DeviceOutputs outputs = launch(call, [&](DeviceContext& ctx) {
     std::vector<Array> blocks;
     blocks.reserve(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
-      blocks.push_back(
-          with_vma(make_block(mesh, args[i], in_specs[i].spec, ctx.rank, ctx.device), in_vma[i]));
+      const PartitionSpec& spec = *in_specs[i].spec;
+      const uint64_t vma = plan.options.check_vma ? spec_mask(mesh, spec) : 0;
+      blocks.push_back(with_vma(make_block(mesh, args[i], spec, ctx.rank, ctx.device), vma));
     }
     return call_body(body, blocks);
   });
 
   const size_t count = outputs[0].size();
-  Specs out_specs_given = plan.out_specs;
+  std::optional<Specs> from_outputs;  // out_specs computed from the outputs (out_specs points in)
   if (plan.out_specs_from) {
-    out_specs_given = plan.out_specs_from(outputs[0]);
-    check_out_specs(plan, manual, out_specs_given, static_cast<int>(count));
+    from_outputs = plan.out_specs_from(outputs[0]);
+    out_specs = check_out_specs(plan, manual, *from_outputs, static_cast<int>(count));
+  } else if (num_outputs < 0) {
+    out_specs = expand_out_specs(plan.out_specs, count);
   }
-  std::vector<PartitionSpec> out_specs = expand_out_specs(out_specs_given, count);
   std::vector<Array> results;
+  results.reserve(count);
   for (size_t j = 0; j < count; ++j) {
-    results.push_back(assemble_output(plan, call, out_specs[j],
-                                      spec_path("out_specs", out_specs_given, j), outputs, j));
+    results.push_back(assemble_output(plan, call, out_specs[j], outputs, j));
   }
   donate(plan.options.donate_argnums, args, layout.leaf_positions());
   return results;

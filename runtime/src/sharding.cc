@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <set>
-
 #include "checks.h"
 #include "layout.h"
 #include "spmd/errors.h"
@@ -19,16 +17,6 @@ int64_t entry_size(const Mesh& mesh, const PartitionSpec::Entry& entry) {
   return m;
 }
 
-int64_t entry_block(const Mesh& mesh, const PartitionSpec::Entry& entry,
-                    const std::vector<int64_t>& coords) {
-  int64_t k = 0;
-  for (const std::string& name : entry.names()) {
-    int a = mesh.axis_index(name);
-    k = k * mesh.axis_sizes()[a] + coords[a];
-  }
-  return k;
-}
-
 Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& global) {
   Shape block = global;
   for (size_t d = 0; d < spec.size() && d < block.size(); ++d) {
@@ -37,9 +25,42 @@ Shape block_shape(const Mesh& mesh, const PartitionSpec& spec, const Shape& glob
   return block;
 }
 
+int64_t coord_along(const Mesh& mesh, int64_t linear, int axis) {
+  const Shape& sizes = mesh.axis_sizes();
+  for (int i = mesh.ndim() - 1; i > axis; --i) linear /= sizes[i];
+  return linear % sizes[axis];
+}
+
+namespace {
+
+// The block index an entry gives the device at mesh position `linear`: mixed radix over the
+// entry's axes, first name most significant (no coordinate vector: block_index runs for every
+// input and output of every device on every call).
+int64_t entry_block(const Mesh& mesh, const PartitionSpec::Entry& entry, int64_t linear) {
+  int64_t k = 0;
+  for (const std::string& name : entry.names()) {
+    const int a = mesh.axis_index(name);
+    k = k * mesh.axis_sizes()[a] + coord_along(mesh, linear, a);
+  }
+  return k;
+}
+
+// Whether `name` is named in `spec` before position `i` of entry `d`.
+bool named_before(const PartitionSpec& spec, size_t d, size_t i, const std::string& name) {
+  for (size_t e = 0; e <= d; ++e) {
+    const std::vector<std::string>& names = spec[e].names();
+    const size_t end = e == d ? i : names.size();
+    for (size_t j = 0; j < end; ++j) {
+      if (names[j] == name) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Index block_index(const Mesh& mesh, const PartitionSpec& spec, const Shape& global,
                   int64_t linear) {
-  std::vector<int64_t> coords = mesh.coords(linear);
   Index index(global.size());
   for (size_t d = 0; d < global.size(); ++d) {
     if (d >= spec.size() || spec[d].is_none()) {
@@ -47,24 +68,27 @@ Index block_index(const Mesh& mesh, const PartitionSpec& spec, const Shape& glob
       continue;
     }
     int64_t b = global[d] / entry_size(mesh, spec[d]);
-    int64_t k = entry_block(mesh, spec[d], coords);
+    int64_t k = entry_block(mesh, spec[d], linear);
     index[d] = {k * b, (k + 1) * b};
   }
   return index;
 }
 
+// Runs on every call (each output's NamedSharding), so it allocates nothing.
 void check_spec_axes(const Mesh& mesh, const PartitionSpec& spec) {
-  std::set<std::string> seen;
-  for (const std::string& name : spec.axis_names()) {
-    if (mesh.axis_index(name) < 0) {
-      throw ValueError(fmt::format("Resource axis: {} of {} is not found in mesh: {}.", name,
-                                   spec.str(), mesh.names_str()));
-    }
-    if (!seen.insert(name).second) {
-      throw ValueError(fmt::format(
-          "A single NamedSharding spec specification can map every mesh axis to at most one "
-          "positional dimension, but {} has duplicate entries for `{}`",
-          spec.str(), name));
+  for (size_t d = 0; d < spec.size(); ++d) {
+    const std::vector<std::string>& names = spec[d].names();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (mesh.axis_index(names[i]) < 0) {
+        throw ValueError(fmt::format("Resource axis: {} of {} is not found in mesh: {}.", names[i],
+                                     spec.str(), mesh.names_str()));
+      }
+      if (named_before(spec, d, i, names[i])) {
+        throw ValueError(fmt::format(
+            "A single NamedSharding spec specification can map every mesh axis to at most one "
+            "positional dimension, but {} has duplicate entries for `{}`",
+            spec.str(), names[i]));
+      }
     }
   }
 }

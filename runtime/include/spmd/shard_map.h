@@ -144,15 +144,14 @@ class ArgLayout {
   // The position among f's arguments of each leaf.
   std::span<const int> leaf_positions() const { return leaf_positions_; }
   // The index in args() of the argument a leaf belongs to.
-  size_t arg_of(size_t leaf) const { return leaf_args_[leaf]; }
+  size_t arg_of(size_t leaf) const;
   // "args[1]" or, for element 2 of a container argument, "args[1][2]".
   std::string leaf_name(size_t leaf) const;
 
  private:
+  // Built on every call: two vectors, the rest derived on demand (errors, pmap's in_axes).
   std::vector<Arg> args_;
   std::vector<int> leaf_positions_;
-  std::vector<size_t> leaf_args_;
-  std::vector<int> leaf_elements_;  // index inside its container, -1 for an Array argument
 };
 
 // A non-owning callable: blocks of this device -> outputs of this device. `user_code`: it is

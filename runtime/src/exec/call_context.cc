@@ -87,14 +87,13 @@ CallContext::CallContext(CallSpec spec)
       timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::duration<double>(spec_.timeout_s))),
       check_(std::make_unique<InProcessSequenceCheck>(spec_.mesh, spec_.fun_name)),
-      phase_(std::make_unique<std::atomic<uint8_t>[]>(spec_.mesh.size())),
-      started_ns_(std::make_unique<std::atomic<int64_t>[]>(spec_.mesh.size())) {
+      bodies_(std::make_unique<Body[]>(spec_.mesh.size())) {
   static std::atomic<uint64_t> cross_process_calls{0};
   for (int r = 0; r < num_devices(); ++r) {
     // Another process's device runs its body there: here it is over before it starts.
     const bool local = is_addressable(spec_.mesh.devices()[r]);
-    phase_[r].store(local ? kQueued : kDone, std::memory_order_relaxed);
-    started_ns_[r].store(-1, std::memory_order_relaxed);
+    bodies_[r].phase.store(local ? kQueued : kDone, std::memory_order_relaxed);
+    bodies_[r].started_ns.store(-1, std::memory_order_relaxed);
     if (!local && cross_process_call_ == 0) cross_process_call_ = ++cross_process_calls;
   }
 }
@@ -116,22 +115,23 @@ void CallContext::set_abort_listener(void (*listener)(void*), void* arg) {
 }
 
 bool CallContext::start(int rank) {
-  started_ns_[rank].store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  bodies_[rank].started_ns.store(Clock::now().time_since_epoch().count(),
+                                 std::memory_order_relaxed);
   uint8_t queued = kQueued;
   // Fails when the caller's settle() skipped this body: it must not run (the caller may be gone).
-  return phase_[rank].compare_exchange_strong(queued, kRunning, std::memory_order_acq_rel);
+  return bodies_[rank].phase.compare_exchange_strong(queued, kRunning, std::memory_order_acq_rel);
 }
 
-void CallContext::done(int rank) { phase_[rank].store(kDone, std::memory_order_release); }
+void CallContext::done(int rank) { bodies_[rank].phase.store(kDone, std::memory_order_release); }
 
 // Sequentially consistent with aborted_ and settle()'s reads: if the caller saw kUser and stopped
 // waiting, leave_user_code sees the abort.
 void CallContext::enter_user_code(int rank) {
-  phase_[rank].store(kUser, std::memory_order_seq_cst);
+  bodies_[rank].phase.store(kUser, std::memory_order_seq_cst);
 }
 
 void CallContext::leave_user_code(int rank, bool check) {
-  phase_[rank].store(kRunning, std::memory_order_seq_cst);
+  bodies_[rank].phase.store(kRunning, std::memory_order_seq_cst);
   if (check && aborted_.load(std::memory_order_seq_cst)) throw_aborted();
 }
 
@@ -168,9 +168,9 @@ std::vector<Array> call_body(const BodyRef& body_in, const std::vector<Array>& b
 }
 
 int64_t CallContext::started_ns(int rank) const {
-  return phase_[rank].load(std::memory_order_acquire) == kQueued
+  return bodies_[rank].phase.load(std::memory_order_acquire) == kQueued
              ? -1
-             : started_ns_[rank].load(std::memory_order_relaxed);
+             : bodies_[rank].started_ns.load(std::memory_order_relaxed);
 }
 
 void CallContext::fail(int rank, std::exception_ptr error) {
@@ -280,7 +280,7 @@ void CallContext::throw_aborted() {
 
 void CallContext::lose(int rank, const std::string& why) {
   uint8_t queued = kQueued;
-  phase_[rank].compare_exchange_strong(queued, kSkipped, std::memory_order_seq_cst);
+  bodies_[rank].phase.compare_exchange_strong(queued, kSkipped, std::memory_order_seq_cst);
   const Device& device = spec_.mesh.devices()[rank];
   std::string message =
       fmt::format("{} The call of '{}' waited for {}, which cannot run its body until then.", why,
@@ -297,11 +297,11 @@ Settlement CallContext::settle() {
   const bool past_grace = Clock::now() >= grace;
   bool wait = false;
   for (int r = 0; r < num_devices(); ++r) {
-    uint8_t phase = phase_[r].load(std::memory_order_seq_cst);
+    uint8_t phase = bodies_[r].phase.load(std::memory_order_seq_cst);
     // A body that has not started may still start (and see the error) until the grace time;
     // then it never will (its task, when it comes up, does nothing).
     if (phase == kQueued && past_grace &&
-        phase_[r].compare_exchange_strong(phase, kSkipped, std::memory_order_seq_cst)) {
+        bodies_[r].phase.compare_exchange_strong(phase, kSkipped, std::memory_order_seq_cst)) {
       continue;
     }
     if (phase == kQueued || phase == kRunning) wait = true;  // spmd's code: returns soon

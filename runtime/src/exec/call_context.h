@@ -163,8 +163,11 @@ class CallContext final : public Cancel {
   std::chrono::nanoseconds timeout_;
   std::unique_ptr<SequenceCheck> check_;
   uint64_t cross_process_call_ = 0;
-  std::unique_ptr<std::atomic<uint8_t>[]> phase_;       // Phase of each body
-  std::unique_ptr<std::atomic<int64_t>[]> started_ns_;  // when each body started
+  struct Body {
+    std::atomic<uint8_t> phase;       // Phase
+    std::atomic<int64_t> started_ns;  // when the body started (steady clock), -1 before
+  };
+  std::unique_ptr<Body[]> bodies_;  // by mesh position (one allocation per call)
   void (*listener_)(void*) = nullptr;
   void* listener_arg_ = nullptr;
 
@@ -184,7 +187,6 @@ struct DeviceContext {
   CallContext* call = nullptr;
   int rank = 0;  // linear position in the mesh
   Device device;
-  std::vector<int64_t> coords;  // mesh coordinates
   uint64_t collectives = 0;     // collectives entered so far
   uint64_t signature_hash = 0;  // of the collective entered last
   bool threw_abort = false;     // this thread already unwinds because the call aborted

@@ -137,7 +137,10 @@ void Executor::run_task(Worker& w, const Task& task) {
     w.running = Task{};
     w.runner = nullptr;
     // An abandoned body has returned: the device is usable again.
-    if (thread_state().abandoned.load(std::memory_order_relaxed)) w.quarantine.clear();
+    if (thread_state().abandoned.load(std::memory_order_relaxed)) {
+      w.quarantine.clear();
+      w.quarantined.store(false, std::memory_order_release);
+    }
     more = !w.queue.empty();
   }
   // The device's own thread may have gone to sleep while this task ran on another thread.
@@ -214,6 +217,7 @@ void Executor::run(const std::vector<Device>& devices, const Owner& owner, void*
     for (auto& [w, thread] : joinable_) thread.detach();
     joinable_.clear();
     for (Worker* w : launch->workers) {
+      if (!w->quarantined.load(std::memory_order_acquire)) continue;
       std::lock_guard<std::mutex> lock(w->mu);
       if (!w->quarantine.empty()) throw DeviceUnavailable(w->quarantine);
     }
@@ -275,6 +279,7 @@ void Executor::abandon(Launch& launch, const Verdict& verdict) {
           "that call failed; the device takes no work until that body returns.",
           w.device.str(), verdict.why);
       w.quarantine = why;
+      w.quarantined.store(true, std::memory_order_release);
       w.runner->abandoned.store(true, std::memory_order_release);
       orphan = w.runner->owner;
       for (const Task& queued : w.queue) {
@@ -293,6 +298,7 @@ void Executor::abandon(Launch& launch, const Verdict& verdict) {
             "UNAVAILABLE: {} has no worker thread: its thread was given up with a body that did "
             "not return, and a new one could not start ({}).",
             orphan->device.str(), e.what());
+        orphan->quarantined.store(true, std::memory_order_release);
       }
     }
     for (const Lost& l : lost) {

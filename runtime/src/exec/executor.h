@@ -105,6 +105,8 @@ class Executor {
     Task running{};     // that task, and the thread that runs it; guarded by mu
     ThreadState* runner = nullptr;
     std::string quarantine;  // why the device takes no work, when quarantined; guarded by mu
+    // Whether `quarantine` is set: every launch reads it without taking mu.
+    std::atomic<bool> quarantined{false};
     std::atomic<uint32_t> signal{0};
     std::atomic<uint32_t> sleeping{0};
     std::atomic<bool> stop{false};  // the launch that started this worker was rolled back

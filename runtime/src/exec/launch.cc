@@ -54,7 +54,6 @@ void run_device(void* arg, int index) {
   ctx.call = &launch.call;
   ctx.rank = rank;
   ctx.device = mesh.devices()[rank];
-  ctx.coords = mesh.coords(rank);
   ctx.bound = launch.call.manual_mask();
   {
     DeviceScope scope(&ctx);

@@ -8,6 +8,7 @@
 // in how blocks are formed and results assembled, which is what the side-by-side tests compare.
 #include "array_impl.h"
 #include "exec/launch.h"
+#include "layout.h"
 #include "pmap/pmap_common.h"
 #include "spmd/ops.h"
 
@@ -43,7 +44,7 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
                 /*check_vma=*/false, collective_timeout_s(), plan.fun_name};
   DeviceOutputs outputs = internal::launch(call, [&](DeviceContext& ctx) {
     internal::pmap::LevelScope level(0);
-    const int64_t index = ctx.coords[0];
+    const int64_t index = internal::coord_along(ctx.call->mesh(), ctx.rank, 0);
     std::vector<spmd::Array> blocks;
     for (size_t i = 0; i < args.size(); ++i) {
       blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);

@@ -10,6 +10,7 @@
 #include "array_impl.h"
 #include "checks.h"
 #include "exec/op_signature.h"
+#include "layout.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
 
@@ -262,7 +263,7 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
         "structure on every call",
         plan.axis_name, size, mesh.axis_names()[axis], mesh.axis_sizes()[axis]));
   }
-  const int64_t index = ctx->coords[axis];
+  const int64_t index = coord_along(mesh, ctx->rank, axis);
   std::vector<Array> blocks;
   for (size_t i = 0; i < args.size(); ++i) {
     blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);
