@@ -279,6 +279,8 @@ class Environment : public ::testing::Test {
                                            "MASTER_ADDR",
                                            "MASTER_PORT",
                                            "MPI_LOCALNRANKS",
+                                           "SLURM_JOB_ID",
+                                           "OMPI_MCA_orte_hnp_uri",
                                            "SPMD_DISTRIBUTED_TIMEOUT_S"};
 };
 
@@ -313,14 +315,30 @@ TEST_F(Environment, OpenMpiOnOneHost) {
   EXPECT_EQ(r.process_id, 2);
 }
 
+TEST_F(Environment, OpenMpiAcrossHostsUsesMpirunsHostAndAPortFromTheJob) {
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  // Job 1609039872 = 392832 * 4096; 392832 % 4096 = 3712.
+  ::setenv("OMPI_MCA_orte_hnp_uri",
+           "1609039872.0;tcp://192.0.2.2,10.0.0.7:56293;tcp6://[fd00::2]:41193", 1);
+  EXPECT_EQ(spmd::internal::resolve({}).coordinator, "192.0.2.2:65152");
+  EXPECT_EQ(spmd::internal::openmpi_coordinator("1609039872.0;tcp6://[fd00::2,fd00::3]:41193"),
+            "[fd00::2]:65152");
+  EXPECT_EQ(spmd::internal::openmpi_coordinator("not-a-uri"), std::nullopt);
+  EXPECT_EQ(spmd::internal::openmpi_coordinator("12.0;udp://x:1"), std::nullopt);
+}
+
 TEST_F(Environment, SlurmFirstHost) {
   ::setenv("SLURM_PROCID", "5", 1);
   ::setenv("SLURM_NTASKS", "8", 1);
   ::setenv("SLURM_JOB_NODELIST", "gpu[03-05,9],cpu1", 1);
   spmd::internal::Resolved r = spmd::internal::resolve({});
-  EXPECT_EQ(r.coordinator, "gpu03:29500");
+  EXPECT_EQ(r.coordinator, "gpu03:29500");  // no job id: the default port
   EXPECT_EQ(r.process_id, 5);
   EXPECT_EQ(r.num_processes, 8);
+  ::setenv("SLURM_JOB_ID", "123457", 1);  // 123457 % 4096 = 577
+  EXPECT_EQ(spmd::internal::resolve({}).coordinator, "gpu03:62017");
   EXPECT_EQ(spmd::internal::first_slurm_host("n1,n2"), "n1");
   EXPECT_EQ(spmd::internal::first_slurm_host("a[7]"), "a7");
 }

@@ -41,9 +41,11 @@ namespace spmd::distributed {
 
 struct Options {
   // "host:port" of process 0's key/value store, or "file:///dir" for Gloo's FileStore in a
-  // directory every process can reach. Default: SPMD_COORDINATOR, else MASTER_ADDR:MASTER_PORT,
-  // else the first SLURM host, else 127.0.0.1 when the launcher put every process on this host;
-  // the port defaults to 29500.
+  // directory every process can reach. Default: SPMD_COORDINATOR, else MASTER_ADDR:MASTER_PORT
+  // (port 29500 without MASTER_PORT), else the first SLURM host, else mpirun's host (Open MPI's
+  // OMPI_MCA_orte_hnp_uri), else 127.0.0.1 when the launcher put every process on this host. As
+  // in JAX, under SLURM and Open MPI the port is 61440 + the job id modulo 4096, so two jobs on
+  // one host do not meet on one port (29500 when there is no job id).
   std::optional<std::string> coordinator_address;
   // How many processes the run has. Default: SPMD_NUM_PROCESSES, OMPI_COMM_WORLD_SIZE, PMI_SIZE,
   // SLURM_NTASKS or WORLD_SIZE (the first one set).

@@ -26,7 +26,29 @@ std::optional<FromEnv> first_env(std::initializer_list<const char*> names) {
   return std::nullopt;
 }
 
+// A port in [61440, 65535] chosen by the launcher's job id, as JAX's cluster detection does, so
+// that two jobs sharing a host are unlikely to pick the same one (a fixed default would collide).
+int job_port(uint64_t job_id) { return static_cast<int>(job_id % 4096) + 61440; }
+
 }  // namespace
+
+std::optional<std::string> openmpi_coordinator(const std::string& uri) {
+  // "1609039872.0;tcp://10.0.0.1,10.1.0.1:56293;tcp6://[fd00::2]:41193": the job id, then the
+  // addresses of mpirun's host, where the first rank runs unless told otherwise.
+  char* end = nullptr;
+  const unsigned long long job = std::strtoull(uri.c_str(), &end, 10);
+  if (end == uri.c_str() || *end != '.') return std::nullopt;
+  std::string host;
+  if (size_t tcp = uri.find("tcp://"); tcp != std::string::npos) {
+    host = uri.substr(tcp + 6, uri.find_first_of(",:;", tcp + 6) - tcp - 6);
+  } else if (size_t tcp6 = uri.find("tcp6://["); tcp6 != std::string::npos) {
+    host = uri.substr(tcp6 + 8, uri.find_first_of(",]", tcp6 + 8) - tcp6 - 8);
+    host = "[" + host + "]";
+  }
+  if (host.empty() || host == "[]") return std::nullopt;
+  // Open MPI's job ids are multiples of 4096: dividing first spreads jobs over the range.
+  return fmt::format("{}:{}", host, job_port(job / 4096));
+}
 
 int parse_int(const std::string& text, const std::string& what) {
   char* end = nullptr;
@@ -100,7 +122,12 @@ Resolved resolve(const distributed::Options& options) {
     r.coordinator = m->value + ":" + (port ? port->value : std::to_string(kDefaultPort));
   } else if (std::optional<FromEnv> s =
                  first_env({"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"})) {
-    r.coordinator = fmt::format("{}:{}", first_slurm_host(s->value), kDefaultPort);
+    std::optional<FromEnv> job = first_env({"SLURM_JOB_ID"});
+    const int port = job ? job_port(parse_int(job->value, job->name)) : kDefaultPort;
+    r.coordinator = fmt::format("{}:{}", first_slurm_host(s->value), port);
+  } else if (std::optional<FromEnv> uri = first_env({"OMPI_MCA_orte_hnp_uri"});
+             uri && openmpi_coordinator(uri->value)) {
+    r.coordinator = *openmpi_coordinator(uri->value);
   } else if (std::optional<FromEnv> local =
                  first_env({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"});
              local && parse_int(local->value, local->name) == r.num_processes) {

@@ -4,6 +4,7 @@
 // variables and their order.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "spmd/distributed.h"
@@ -22,6 +23,10 @@ struct Resolved {
 
 // ValueError naming the options and variables when something is missing or invalid.
 Resolved resolve(const distributed::Options& options);
+
+// The coordinator of an Open MPI job (mpirun's host and a port chosen by the job id) from its
+// OMPI_MCA_orte_hnp_uri; nullopt when the value has another form.
+std::optional<std::string> openmpi_coordinator(const std::string& uri);
 
 // The first host of a SLURM node list: "node[03-05,9],gpu1" -> "node03".
 std::string first_slurm_host(const std::string& list);
