@@ -138,22 +138,23 @@ ConstView broadcast_view(const Array& a, const Shape& shape) {
   return v;
 }
 
+std::string index_str(const Index& index) {
+  std::string out;
+  for (const auto& [begin, end] : index) {
+    out += fmt::format("{}{}:{}", out.empty() ? "" : ", ", begin, end);
+  }
+  return "[" + out + "]";
+}
+
 // The error for a read of `region` that needs `shard`, which lives in another process.
 [[noreturn]] static void throw_not_addressable(const ArrayImpl& impl, const ShardData& shard,
                                                const Index& region) {
-  auto text = [](const Index& index) {
-    std::string out;
-    for (const auto& [begin, end] : index) {
-      out += fmt::format("{}{}:{}", out.empty() ? "" : ", ", begin, end);
-    }
-    return "[" + out + "]";
-  };
   throw ValueError(fmt::format(
       "reading {} of this {}[{}] array needs its shard {} on {}, which belongs to process {}; "
       "this is process {}, which holds only its addressable shards. Read "
       "Array::addressable_shards() instead, or gather the whole value into every process with "
       "spmd::process_allgather (every process must call it).",
-      text(region), dtype_name(impl.dtype), fmt::join(impl.shape, ","), text(shard.index),
+      index_str(region), dtype_name(impl.dtype), fmt::join(impl.shape, ","), index_str(shard.index),
       shard.device.str(), shard.device.process_index, process_layout().index));
 }
 

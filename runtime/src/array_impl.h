@@ -71,6 +71,9 @@ Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer
 Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding,
                          std::vector<ShardData> shards);
 
+// "[0:2, 0:8]": an index range as messages print it.
+std::string index_str(const Index& index);
+
 // The index covering all of an array of `shape`.
 Index full_index(const Shape& shape);
 

@@ -4,11 +4,13 @@
 // program under spmd-run (`collectives_check check DIR`): each process compares the shards it
 // holds with the same region of the single-process result. Axes inside one process, across
 // processes and both, over every reduction dtype and sizes on both sides of the CPU backend's
-// algorithm switches.
+// algorithm switches; and global arrays built by make_array_from_process_local_data and
+// make_array_from_callback from what each process has.
 #include <fmt/format.h>
 #include <spmd/distributed.h>
 #include <spmd/spmd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -51,6 +53,46 @@ Array per_device(const Mesh& mesh, const std::function<Array(const Array&)>& bod
   auto f = spmd::shard_map([&](const Array& b) { return body(b); }, mesh, all, all,
                            {.check_vma = false, .name = "collectives_check"});
   return f(x);
+}
+
+// The rows of `full` that this process's devices hold under `sharding` (dimension 0 split, the
+// others whole): what a data loader of this process would produce.
+Array local_rows(const Array& full, const spmd::NamedSharding& sharding) {
+  int64_t lo = full.shape()[0], hi = 0;
+  for (const spmd::Shard& s : spmd::device_put(full, sharding).addressable_shards()) {
+    lo = std::min(lo, s.index[0].first);
+    hi = std::max(hi, s.index[0].second);
+  }
+  spmd::Index rows = spmd::internal::full_index(full.shape());
+  rows[0] = {lo, hi};
+  return spmd::internal::read_region(full, rows, spmd::internal::default_device());
+}
+
+// Global arrays built from what each process has (make_array.h), checked as they are and after
+// collectives over axes that cross processes.
+void add_make_array_cases(std::vector<Case>& out, const Mesh& grid, const Mesh& cols) {
+  const int n = spmd::device_count();
+  const spmd::NamedSharding rows(grid, P(spmd::PartitionSpec::Entry({"p", "l"})));
+  const spmd::NamedSharding row_pairs(cols, P("a", spmd::None));  // replicated over b
+  out.push_back({"local_data_rows", [=] {
+                   const Array full = data(6 * n, spmd::float32, 16).reshape({n * 2, 3});
+                   return spmd::make_array_from_process_local_data(rows, local_rows(full, rows));
+                 }});
+  out.push_back({"local_data_row_pairs_psum_b", [=] {
+                   const Array full = data(8 * n, spmd::int32, 17).reshape({n, 8});
+                   Array x = spmd::make_array_from_process_local_data(
+                       row_pairs, local_rows(full, row_pairs), spmd::Shape{n, 8});
+                   return per_device(
+                       cols, [](const Array& b) { return spmd::psum(b, "b"); }, x);
+                 }});
+  out.push_back({"callback_row_pairs", [=] {
+                   const Array full = data(4 * n, spmd::float64, 18).reshape({n, 4});
+                   return spmd::make_array_from_callback(
+                       full.shape(), row_pairs, [&](const spmd::Index& index) {
+                         return spmd::internal::read_region(full, index,
+                                                            spmd::internal::default_device());
+                       });
+                 }});
 }
 
 std::vector<Case> cases() {
@@ -167,6 +209,7 @@ std::vector<Case> cases() {
                        },
                        data(30 * n, spmd::float32, 15));
                  }});
+  add_make_array_cases(out, grid, cols);
   return out;
 }
 

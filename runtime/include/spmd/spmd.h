@@ -24,6 +24,7 @@
 #include "spmd/dtype.h"
 #include "spmd/errors.h"
 #include "spmd/format.h"
+#include "spmd/make_array.h"
 #include "spmd/mesh.h"
 #include "spmd/npy.h"
 #include "spmd/ops.h"
