@@ -46,8 +46,9 @@ def main():
     parser.add_argument("--before", required=True, help="build folder of the baseline")
     parser.add_argument("--after", required=True, help="build folder of the change")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--use", choices=["median", "min"], default="median",
-                        help="which figure of a 'median (min)' cell to compare")
+    parser.add_argument("--use", choices=["median", "min", "both"], default="median",
+                        help="which figure of a 'median (min)' cell to compare (both: one table "
+                             "each, from the same runs)")
     parser.add_argument("prog")
     parser.add_argument("args", nargs="*")
     opts = parser.parse_args()
@@ -59,7 +60,13 @@ def main():
             build = opts.before if side == "before" else opts.after
             runs[side].append(run(build, opts.prog, opts.args))
         print(f"round {r + 1}/{opts.rounds} done", file=sys.stderr)
+    for use in ["median", "min"] if opts.use == "both" else [opts.use]:
+        print(f"after / before, median over {opts.rounds} rounds of the ratio of each cell's {use}:")
+        print_ratios(runs, opts.rounds, use)
 
+
+def print_ratios(runs, rounds, use):
+    """Prints the after run's tables with each measured cell replaced by its ratio."""
     template = runs["after"][0]
     for i, line in enumerate(template):
         if not line.startswith("|") or set(line) <= set("|-: "):
@@ -79,10 +86,10 @@ def main():
                 b, a = cells(before[i]), cells(after[i])
                 if j >= len(b) or j >= len(a):
                     break
-                vb, va = value(b[j], opts.use), value(a[j], opts.use)
+                vb, va = value(b[j], use), value(a[j], use)
                 if vb is not None and va is not None and vb != 0:
                     ratios.append(va / vb)
-            if len(ratios) == opts.rounds:
+            if len(ratios) == rounds:
                 out.append(f"{statistics.median(ratios):.3f}")
             else:
                 out.append(cell)
