@@ -23,6 +23,12 @@ set(SPMD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
 install(EXPORT spmdTargets NAMESPACE spmd:: DESTINATION ${SPMD_CMAKE_DIR})
 export(EXPORT spmdTargets NAMESPACE spmd:: FILE ${PROJECT_BINARY_DIR}/spmdTargets.cmake)
 
+# spmdConfig.cmake finds the CPU backend's BLIS with spmd's own module, kept beside it (in the
+# build tree too, for find_package(spmd) from there).
+if(SPMD_BACKEND_CPU)
+  configure_file(cmake/FindSpmdBLIS.cmake ${PROJECT_BINARY_DIR}/FindSpmdBLIS.cmake COPYONLY)
+  install(FILES cmake/FindSpmdBLIS.cmake DESTINATION ${SPMD_CMAKE_DIR})
+endif()
 configure_package_config_file(cmake/spmdConfig.cmake.in ${PROJECT_BINARY_DIR}/spmdConfig.cmake
                               INSTALL_DESTINATION ${SPMD_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/spmdConfigVersion.cmake
@@ -37,6 +43,14 @@ if(SPMD_DISTRIBUTED)
   set(SPMD_PC_GLOO "-lgloo")
 else()
   set(SPMD_PC_GLOO "")
+endif()
+# The serial BLIS by its folder, with an RPATH: the loader would otherwise follow Debian's
+# libblis.so.4 alternative, which may be a threaded flavour.
+if(SPMD_BACKEND_CPU)
+  get_filename_component(spmd_blas_dir "${SpmdBLIS_LIBRARY}" DIRECTORY)
+  set(SPMD_PC_BLAS "-L${spmd_blas_dir} -Wl,-rpath,${spmd_blas_dir} -lblis")
+else()
+  set(SPMD_PC_BLAS "")
 endif()
 configure_file(cmake/spmd.pc.in ${PROJECT_BINARY_DIR}/spmd.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/spmd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -518,6 +518,25 @@ TEST(OpsTest, Matmul) {
       ThrowsMessage<ValueError>(HasSubstr("Incompatible shapes for broadcasting")));
 }
 
+TEST(OpsTest, FloatMatmulOfViewsMatchesTheIntegerProduct) {
+  // Small integers keep every float sum exact, so the BLAS path (transposed views read in place,
+  // sliced and reversed ones packed, batches broadcast) must give the integer kernel's values.
+  Array x = iota({6, 8}) - 20, y = iota({8, 10}) % 7 - 3;
+  const auto check = [](const Array& a, const Array& b) {
+    const Array exact = matmul(a, b);
+    for (const DType dt : {kF32, kF64}) {
+      EXPECT_TRUE(array_equal(matmul(a.astype(dt), b.astype(dt)), exact.astype(dt)))
+          << dtype_name(dt) << ": " << a.shape().size() << "-D @ " << b.shape().size() << "-D";
+    }
+  };
+  check(x, y);
+  check(transpose(y), transpose(x));
+  check(slice(x, {0, 0}, {6, 8}, {2, 1}), slice(y, {7, 0}, {-9, 10}, {-1, 3}));
+  check(iota({3, 6, 8}) % 5, y);       // b shared by the batch
+  check(x, iota({4, 8, 10}) % 9 - 4);  // a shared by the batch
+  check(swapaxes(iota({3, 8, 6}), 1, 2), iota({3, 8, 10}) % 3);
+}
+
 TEST(OpsTest, Dot) {
   Array a = iota({2, 3}), b = iota({3, 2});
   EXPECT_TRUE(Is(dot(a, b), kI32, {2, 2}, {10, 13, 28, 40}));

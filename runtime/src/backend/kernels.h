@@ -15,6 +15,16 @@
 //   - float16/bfloat16 are computed in float32 and rounded once per result (exact for + - * /
 //   sqrt).
 //   - Every reduction runs in a fixed order, so results never depend on threads or timing.
+//   - Float matmul is the exception to a spelled-out order. The CPU backend calls BLIS's gemm (a
+//     serial build: it runs on the calling device's thread and starts none of its own), whose
+//     summation order (k blocking, vector lanes, FMA) is BLIS's, fixed per library build and per
+//     the kernels that build selects for the CPU at run time (Debian's BLIS is built for the
+//     whole x86_64 family and picks a sub-configuration, e.g. zen3 or haswell, by CPU), and which
+//     may depend on the problem's shape and operand strides (its small-matrix path, its packing).
+//     So on one machine and library a product's bits are a function of its operands, shapes and
+//     layouts: they repeat across runs, threads and timing, but may differ on another CPU type or
+//     BLIS version, and from the increasing-k loop that spmd used before. Sums that are exact in
+//     the accumulation type (small integers, say) are the same everywhere.
 #pragma once
 
 #include <cstdint>
@@ -130,8 +140,9 @@ class Kernels {
   virtual void reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const = 0;
 
   // Batched matrix product: a is [B, M, K], b is [B, K, N] (any strides, batch stride may be 0),
-  // c is dense [B, M, N]. All three share a dtype. Accumulates in the dtype's accumulation type in
-  // increasing k order. bool: logical or of ands.
+  // c is dense [B, M, N]. All three share a dtype. Integers wrap, exactly, whatever the order;
+  // bool: logical or of ands. Floats accumulate in float32 (float16/bfloat16 too, rounded once
+  // per result) or float64 in the BLAS's order (above); K == 0 gives +0.
   virtual void matmul(const ConstView& a, const ConstView& b, const MutView& c) const = 0;
 };
 
