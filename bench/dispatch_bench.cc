@@ -7,6 +7,10 @@
 // finding the communicator for the psum.
 //
 //   build/bench/dispatch_bench [--reps=7] [--quick]
+//   build/bench/dispatch_bench --calls=N --column=0..3 [--devices=1]
+//     makes N calls of one column's function and prints nothing: what
+//     bench/dispatch_instructions.sh runs under callgrind to count instructions per call, a figure
+//     that load does not move.
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -17,13 +21,18 @@ int main(int argc, char** argv) {
   using namespace spmd;
   using namespace spmd::bench;
   const auto [quick, reps, target] = run_settings(argc, argv);
+  const int64_t fixed_calls = std::stoll(flag(argc, argv, "calls", "0"));
+  const int fixed_column = std::stoi(flag(argc, argv, "column", "0"));
+  const int fixed_devices = std::stoi(flag(argc, argv, "devices", "1"));
   initialize({.cpu_devices = 8});
-  fmt::print("spmd dispatch benchmark: {} cores, median (min) µs per call over {} reps\n",
-             sysconf(_SC_NPROCESSORS_ONLN), reps);
-  fmt::print(
-      "| devices | identity body | empty body | psum of 64 B | psum of 64 B, new mesh |\n"
-      "|---|---|---|---|---|\n");
-  for (int n : {1, 2, 4, 8}) {
+  if (fixed_calls == 0) {
+    fmt::print("spmd dispatch benchmark: {} cores, median (min) µs per call over {} reps\n",
+               sysconf(_SC_NPROCESSORS_ONLN), reps);
+    fmt::print(
+        "| devices | identity body | empty body | psum of 64 B | psum of 64 B, new mesh |\n"
+        "|---|---|---|---|---|\n");
+  }
+  for (int n : fixed_calls > 0 ? std::vector<int>{fixed_devices} : std::vector<int>{1, 2, 4, 8}) {
     Mesh mesh = make_mesh({n}, {"i"});
     Array x = arange(2 * n);
     Array y = arange(16 * n, DType::kFloat32);
@@ -46,6 +55,10 @@ int main(int argc, char** argv) {
                                                      [&](int64_t k) {
                                                        for (int64_t i = 0; i < k; ++i) fresh();
                                                      }};
+    if (fixed_calls > 0) {
+      bodies.at(static_cast<size_t>(fixed_column))(fixed_calls);
+      return 0;
+    }
     std::string row = fmt::format("| {} |", n);
     for (auto& body : bodies) {
       int64_t k = calibrate(body, target);

@@ -249,7 +249,7 @@ class Fuzzer:
         build = os.path.abspath(self.args.build)
         libs = [f"{build}/runtime/libspmd_pmap_legacy.a",
                 f"{build}/runtime/libspmd_pmap_legacy_impl.a", f"{build}/runtime/libspmd_runtime.a",
-                "-lfmt", "-pthread"]
+                *(self.args.lib or []), "-lfmt", "-pthread"]
         outputs = []
         for name, source in (("legacy", legacy_path), ("migrated", mutant_path)):
             binary = os.path.join(folder, name)
@@ -273,6 +273,8 @@ def main():
     parser.add_argument("--tool", required=True)
     parser.add_argument("--root", default=".")
     parser.add_argument("--build", default="build", help="build folder with the runtime libraries")
+    parser.add_argument("--lib", action="append",
+                        help="a library the static runtime needs (BLIS), for the behaviour builds")
     parser.add_argument("--seed", action="append", help="a legacy program (default: fuzz/seeds)")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--behaviour", type=int, default=50,

@@ -4,9 +4,12 @@
 # wrapped so that it breaks one promise) must exit 1 and count the fault in its table, for each
 # fault it checks: a crash, a hang, a file modified that does not compile (and edits that are not
 # stable), and migrated code that runs differently from its legacy build.
-# Usage: self_test.sh <spmd-migrate> <repository root> <build folder> <clang++> <c++>
+# Usage: self_test.sh <spmd-migrate> <repository root> <build folder> <clang++> <c++> [<library>]
+#   <library>: one the static runtime needs besides fmt (BLIS), for the behaviour builds
 set -euo pipefail
 tool=$1 root=$2 build=$3 clang=$4 cxx=$5
+libs=()
+if [[ $# -ge 6 ]]; then libs=(--lib "$6"); fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -41,7 +44,7 @@ expect() {
   shift 2
   FAULT=$fault REAL_TOOL=$tool "${PYTHON:-python3}" "$root/tests/rewriter/fuzz/fuzz.py" \
     --tool "$work/broken-tool" --root "$root" --build "$build" --clang "$clang" --cxx "$cxx" \
-    --jobs 1 --work "$work/$fault" "$@" > "$work/$fault.txt" 2>&1 || status=$?
+    --jobs 1 --work "$work/$fault" "${libs[@]}" "$@" > "$work/$fault.txt" 2>&1 || status=$?
   [[ $status == 1 ]] || { cat "$work/$fault.txt"; fail "$fault: fuzz.py exited $status, not 1"; }
   IFS=';' read -ra rows <<< "$rows"
   for row in "${rows[@]}"; do
