@@ -61,7 +61,7 @@ def main():
             runs[side].append(run(build, opts.prog, opts.args))
         print(f"round {r + 1}/{opts.rounds} done", file=sys.stderr)
     for use in ["median", "min"] if opts.use == "both" else [opts.use]:
-        print(f"after / before, median over {opts.rounds} rounds of the ratio of each cell's {use}:")
+        print(f"after / before, median over {opts.rounds} rounds of each cell's {use} ratio:")
         print_ratios(runs, opts.rounds, use)
 
 

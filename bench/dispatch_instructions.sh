@@ -12,7 +12,10 @@ if [ $# -eq 0 ]; then
   echo "usage: $0 BUILD [BUILD...] (folders with bench/dispatch_bench)" >&2
   exit 2
 fi
-command -v valgrind >/dev/null || { echo "$0: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+if ! command -v valgrind >/dev/null; then
+  echo "$0: needs valgrind (apt-get install valgrind)" >&2
+  exit 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -15,8 +15,9 @@
 #   OpenBLAS pthread, 1 thread 7.9/8.0  44.6/27.2 71.4/37.2 79.6/39.4 84.0/39.6 85.2/39.5 83.6/39.2
 # Speed ties from n = 256 up; BLIS leads below that except at tiny sizes. The choice is safety:
 # Debian's serial OpenBLAS lacks USE_LOCKING (its option for serial builds called from several
-# threads), and concurrent calls race on its shared buffers (8 threads calling sgemm, 256x8 @ 8x1: 8,379 of 160,000 results wrong; spmd's
-# sgd_linear example diverged), and its pthread build is safe only after the process-wide
+# threads), and concurrent calls race on its shared buffers (8 threads calling sgemm, 256x8 @
+# 8x1: 8,379 of 160,000 results wrong; spmd's sgd_linear example diverged), and its pthread
+# build is safe only after the process-wide
 # openblas_set_num_threads(1), with a thread pool started when it loads. Serial BLIS gave 0
 # wrong results in the same test and starts no threads.
 #
