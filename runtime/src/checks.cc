@@ -54,11 +54,10 @@ int64_t checked_size(const Shape& shape, std::string_view api, std::string_view 
 
 int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api, std::string_view arg) {
   const int64_t size = checked_size(shape, api, arg);
-  // Like the count, the bytes spanned by the nonzero extents must fit (strides in bytes).
-  Shape nonzero;
-  for (int64_t extent : shape) nonzero.push_back(std::max<int64_t>(extent, 1));
-  int64_t span = 0, bytes = 0;
-  checked_product(nonzero, span);
+  // Like the count, the bytes spanned by the nonzero extents must fit (strides in bytes). Their
+  // product fits: checked_size checked it. (Every new array comes here: nothing is allocated.)
+  int64_t span = 1, bytes = 0;
+  for (int64_t extent : shape) span *= std::max<int64_t>(extent, 1);
   if (__builtin_mul_overflow(span, itemsize(dtype), &bytes)) {
     throw ValueError(fmt::format(
         "array is too big: {} {} of {} spans {} elements of {} bytes (its nonzero extents), more "

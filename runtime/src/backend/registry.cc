@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -28,6 +29,8 @@ struct Registry {
   bool builtins_added = false;
   std::once_flag frozen;
   const InUse* in_use = nullptr;
+  // in_use once set, read without call_once's synchronisation (every collective and launch asks).
+  std::atomic<const InUse*> ready{nullptr};
 };
 
 Registry& registry() {
@@ -112,6 +115,7 @@ InUse select_present(std::vector<BackendRegistration>& all) {
 
 const InUse& in_use() {
   Registry& r = registry();
+  if (const InUse* set = r.ready.load(std::memory_order_acquire)) return *set;
   std::call_once(r.frozen, [&r] {
     // call_once runs one thread at a time, and again after a throw (a bad platforms setting).
     if (!r.builtins_added) {
@@ -122,6 +126,7 @@ const InUse& in_use() {
     std::lock_guard<std::mutex> lock(r.mu);
     r.in_use = new InUse(s.platforms.empty() ? select_present(r.registrations)
                                              : select_named(r.registrations, s.platforms));
+    r.ready.store(r.in_use, std::memory_order_release);
   });
   return *r.in_use;
 }

@@ -329,7 +329,7 @@ Communicator& CallContext::enter(int rank, const OpSignature& sig, const std::ve
   DeviceContext* ctx = current_device_context();
   uint64_t seq = ++ctx->collectives;
   ctx->signature_hash = sig.hash();
-  std::string mismatch = check_->enter(rank, seq, sig);
+  std::string mismatch = check_->enter(rank, seq, sig, ctx->signature_hash);
   if (aborted()) throw_aborted();
   if (!mismatch.empty()) abort_mismatch(mismatch, ctx->device);
   for (const DeviceContext::CachedGroup& c : ctx->cache) {

@@ -60,10 +60,7 @@ void InProcessSequenceCheck::give_back_statuses(size_t count, std::unique_ptr<St
 }
 
 InProcessSequenceCheck::InProcessSequenceCheck(const Mesh& mesh, const std::string& fun_name)
-    : mesh_(mesh),
-      fun_name_(fun_name),
-      status_(take_statuses(mesh.size())),
-      count_(mesh.size()) {}
+    : mesh_(mesh), fun_name_(fun_name), status_(take_statuses(mesh.size())), count_(mesh.size()) {}
 
 InProcessSequenceCheck::~InProcessSequenceCheck() {
   give_back_statuses(count_, std::move(status_));
@@ -108,8 +105,8 @@ std::string InProcessSequenceCheck::where_is(int rank) {
   return fmt::format("is running user code after collective #{} ({})", seq, describe(rank, seq));
 }
 
-std::string InProcessSequenceCheck::enter(int rank, uint64_t seq, const OpSignature& sig) {
-  const uint64_t hash = sig.hash();
+std::string InProcessSequenceCheck::enter(int rank, uint64_t seq, const OpSignature& sig,
+                                          uint64_t hash) {
   Status& st = status_[rank];
   {
     std::lock_guard<std::mutex> lock(st.mu);

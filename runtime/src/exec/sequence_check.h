@@ -26,8 +26,8 @@ class SequenceCheck {
   virtual ~SequenceCheck() = default;
   // Device `rank` (mesh position) enters its collective number `seq` (from 1). Returns why the
   // call cannot go on (a device ran something else as collective `seq`, or returned from the body
-  // before it), or "".
-  virtual std::string enter(int rank, uint64_t seq, const OpSignature& sig) = 0;
+  // before it), or "". `hash` is sig.hash(), which the caller has computed already.
+  virtual std::string enter(int rank, uint64_t seq, const OpSignature& sig, uint64_t hash) = 0;
   // Device `rank` completed collective `seq` and runs user code again.
   virtual void leave(int rank, uint64_t seq) = 0;
   // Device `rank` returned from the body after `seq` collectives. Returns why that is wrong (a
@@ -56,7 +56,7 @@ class InProcessSequenceCheck final : public SequenceCheck {
   InProcessSequenceCheck(const Mesh& mesh, const std::string& fun_name);
   ~InProcessSequenceCheck() override;
 
-  std::string enter(int rank, uint64_t seq, const OpSignature& sig) override;
+  std::string enter(int rank, uint64_t seq, const OpSignature& sig, uint64_t hash) override;
   void leave(int rank, uint64_t seq) override;
   std::string finish(int rank, uint64_t seq) override;
   void failed(int rank) override;
