@@ -15,7 +15,7 @@
 namespace spmd {
 namespace {
 
-// The blocks of `sharding` over `shape` that this process's devices hold, by mesh position.
+// The mesh positions of `sharding`'s devices that belong to this process (never none).
 std::vector<int64_t> addressable_positions(const NamedSharding& sharding, const char* api) {
   const Mesh& mesh = sharding.mesh();
   std::vector<int64_t> out;

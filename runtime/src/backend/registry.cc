@@ -28,9 +28,9 @@ struct Registry {
   std::vector<BackendRegistration> registrations;
   bool builtins_added = false;
   std::once_flag frozen;
-  const InUse* in_use = nullptr;
-  // in_use once set, read without call_once's synchronisation (every collective and launch asks).
-  std::atomic<const InUse*> ready{nullptr};
+  // Set once, under mu; read without call_once's synchronisation (every collective and launch
+  // asks).
+  std::atomic<const InUse*> in_use{nullptr};
 };
 
 Registry& registry() {
@@ -115,7 +115,7 @@ InUse select_present(std::vector<BackendRegistration>& all) {
 
 const InUse& in_use() {
   Registry& r = registry();
-  if (const InUse* set = r.ready.load(std::memory_order_acquire)) return *set;
+  if (const InUse* set = r.in_use.load(std::memory_order_acquire)) return *set;
   std::call_once(r.frozen, [&r] {
     // call_once runs one thread at a time, and again after a throw (a bad platforms setting).
     if (!r.builtins_added) {
@@ -124,11 +124,11 @@ const InUse& in_use() {
     }
     const Settings& s = settings();
     std::lock_guard<std::mutex> lock(r.mu);
-    r.in_use = new InUse(s.platforms.empty() ? select_present(r.registrations)
-                                             : select_named(r.registrations, s.platforms));
-    r.ready.store(r.in_use, std::memory_order_release);
+    r.in_use.store(new InUse(s.platforms.empty() ? select_present(r.registrations)
+                                                 : select_named(r.registrations, s.platforms)),
+                   std::memory_order_release);
   });
-  return *r.in_use;
+  return *r.in_use.load(std::memory_order_acquire);
 }
 
 }  // namespace
@@ -136,13 +136,13 @@ const InUse& in_use() {
 bool devices_in_use() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  return r.in_use != nullptr;
+  return r.in_use.load(std::memory_order_acquire) != nullptr;
 }
 
 void register_backend(BackendRegistration registration) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  if (r.in_use != nullptr) {
+  if (r.in_use.load(std::memory_order_acquire) != nullptr) {
     throw ValueError(fmt::format("backend '{}' registered after the devices were first used",
                                  registration.platform.name()));
   }
