@@ -10,7 +10,10 @@
 //   - negative in/out axes are normalised;
 //   - sizes are checked up front with legacy's pmap-level messages (never a squeeze error);
 //   - an out_axes=nullopt output whose devices disagree (JAX silently returns device 0's value)
-//     is reported once per pmap call site through spmd::set_warning_handler.
+//     is reported once per pmap call site through spmd::set_warning_handler (in a multi-process
+//     run, among this process's devices).
+// In a multi-process run, as in JAX's shim, the arguments (this process's slices) become global
+// arrays over every process's devices and the outputs this process's part of the results.
 #include <fmt/format.h>
 
 #include <mutex>
@@ -19,6 +22,7 @@
 #include "array_impl.h"
 #include "exec/op_signature.h"
 #include "pmap/pmap_common.h"
+#include "spmd/make_array.h"
 #include "spmd/ops.h"
 #include "spmd/pmap.h"
 
@@ -97,6 +101,19 @@ std::shared_ptr<const internal::ShardMapPlan> prepare(
   return shard_plan;
 }
 
+// JAX's shim in a multi-process run: the arguments hold this process's devices' slices, so
+// each becomes the global array the shard_map maps (and each output the part of this process).
+std::vector<Array> to_global(const PmapPlan& plan, const Mesh& mesh, const std::vector<Array>& args,
+                             const std::vector<std::optional<int>>& in_axes) {
+  std::vector<Array> global;
+  global.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    global.push_back(host_local_array_to_global_array(
+        args[i], mesh, internal::axis_spec(in_axes[i], plan.axis_name)));
+  }
+  return global;
+}
+
 std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
                            const ArgLayout& layout, const std::vector<std::optional<int>>& in_axes,
                            BodyRef body, const std::vector<PmapLevel>& levels, bool probing,
@@ -123,8 +140,15 @@ std::vector<Array> execute(const PmapPlan& plan, const std::vector<Array>& args,
                                   return (*static_cast<const decltype(adapter)*>(object))(b);
                                 },
                                 /*user_code=*/false};
-  std::vector<Array> results =
-      internal::run_shard_map(*shard_plan, args, layout, adapter_ref, /*num_outputs=*/-1);
+  const bool processes = process_count() > 1;
+  std::vector<Array> results = internal::run_shard_map(
+      *shard_plan, processes ? to_global(plan, shard_plan->mesh, args, in_axes) : args, layout,
+      adapter_ref, /*num_outputs=*/-1);
+  if (processes) {
+    for (Array& r : results) {
+      r = global_array_to_host_local_array(r, shard_plan->mesh, r.sharding().named().spec());
+    }
+  }
   const std::vector<MapAxis>& given = plan.options.out_axes;
   for (size_t o = 0; o < results.size(); ++o) {
     if (!std::optional<int>(given.size() == 1 ? given[0] : given[o])) {

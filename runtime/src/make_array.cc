@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <numeric>
 
 #include "array_impl.h"
 #include "exec/processes.h"
@@ -188,6 +190,90 @@ Array make_array_from_process_local_data(const NamedSharding& sharding, const Ar
     }
     return internal::read_region(local_data, region, internal::default_device());
   });
+}
+
+}  // namespace spmd
+
+namespace spmd {
+
+Mesh local_mesh(const Mesh& mesh) {
+  if (process_count() == 1) return mesh;
+  // The coordinates this process's devices have along each axis.
+  std::vector<std::vector<int64_t>> kept(mesh.ndim());
+  int64_t owned = 0;
+  for (int64_t r = 0; r < mesh.size(); ++r) {
+    if (!internal::is_addressable(mesh.devices()[r])) continue;
+    ++owned;
+    std::vector<int64_t> c = mesh.coords(r);
+    for (int a = 0; a < mesh.ndim(); ++a) kept[a].push_back(c[a]);
+  }
+  if (owned == 0) {
+    throw ValueError(fmt::format("local_mesh: none of the devices of {} belongs to process {}.",
+                                 mesh.str(), process_index()));
+  }
+  Shape sizes;
+  for (std::vector<int64_t>& k : kept) {
+    std::sort(k.begin(), k.end());
+    k.erase(std::unique(k.begin(), k.end()), k.end());
+    sizes.push_back(static_cast<int64_t>(k.size()));
+  }
+  // Every combination of kept coordinates must be a device of this process.
+  std::vector<Device> devices;
+  std::vector<int64_t> local(mesh.ndim(), 0), global(mesh.ndim());
+  for (int64_t n = 0; n < owned; ++n) {
+    for (int a = 0; a < mesh.ndim(); ++a) global[a] = kept[a][local[a]];
+    const Device& d = mesh.devices()[mesh.linear_index(global)];
+    if (!internal::is_addressable(d)) {
+      throw ValueError(fmt::format(
+          "local_mesh: the {} devices of process {} in {} do not form a sub-grid of it ({} at "
+          "coordinates ({}) belongs to process {}); order the mesh's devices so that each "
+          "process's devices form a block, as make_mesh over spmd::devices() does.",
+          owned, process_index(), mesh.str(), d.str(), fmt::join(global, ", "), d.process_index));
+    }
+    devices.push_back(d);
+    for (int a = mesh.ndim() - 1; a >= 0 && ++local[a] == sizes[a]; --a) local[a] = 0;
+  }
+  if (static_cast<int64_t>(devices.size()) != owned ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>()) != owned) {
+    throw ValueError(fmt::format(
+        "local_mesh: the {} devices of process {} in {} do not form a sub-grid of it (their "
+        "coordinates span ({}) positions); order the mesh's devices so that each process's "
+        "devices form a block, as make_mesh over spmd::devices() does.",
+        owned, process_index(), mesh.str(), fmt::join(sizes, ", ")));
+  }
+  return Mesh(std::move(devices), std::move(sizes), mesh.axis_names());
+}
+
+Array host_local_array_to_global_array(const Array& local, const Mesh& global_mesh,
+                                       const PartitionSpec& spec) {
+  return make_array_from_process_local_data(NamedSharding(global_mesh, spec), local);
+}
+
+Array global_array_to_host_local_array(const Array& global, const Mesh& global_mesh,
+                                       const PartitionSpec& spec) {
+  const NamedSharding sharding(global_mesh, spec);
+  const Array laid_out = global.sharding().is_named() && global.sharding().named() == sharding
+                             ? global
+                             : device_put(global, sharding);
+  if (process_count() == 1) return laid_out;
+  const Mesh local = local_mesh(global_mesh);
+  const Shape block = sharding.shard_shape(laid_out.shape());
+  Shape shape = block;
+  for (size_t d = 0; d < shape.size() && d < spec.size(); ++d) {
+    shape[d] *= internal::entry_size(local, spec[d]);
+  }
+  const internal::ArrayImpl& impl = internal::ArrayAccess::impl(laid_out);
+  std::vector<internal::ShardData> shards;
+  shards.reserve(local.size());
+  for (int64_t r = 0; r < local.size(); ++r) {
+    // The local mesh keeps the global order of coordinates, so block k of this process along a
+    // dimension is its k-th block there: the local index of the same shard.
+    const internal::ShardData& s = impl.shards[global_mesh.position_of(local.devices()[r])];
+    shards.push_back(internal::ShardData{s.device, internal::block_index(local, spec, shape, r),
+                                         block, s.buffer, s.offset});
+  }
+  return internal::make_sharded_array(laid_out.dtype(), shape, NamedSharding(local, spec),
+                                      std::move(shards));
 }
 
 }  // namespace spmd

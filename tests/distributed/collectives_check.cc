@@ -5,9 +5,11 @@
 // holds with the same region of the single-process result. Axes inside one process, across
 // processes and both, over every reduction dtype and sizes on both sides of the CPU backend's
 // algorithm switches; and global arrays built by make_array_from_process_local_data and
-// make_array_from_callback from what each process has.
+// make_array_from_callback from what each process has; and both pmap paths, each process passing
+// its own devices' slices.
 #include <fmt/format.h>
 #include <spmd/distributed.h>
+#include <spmd/pmap.h>
 #include <spmd/spmd.h>
 
 #include <algorithm>
@@ -92,6 +94,57 @@ void add_make_array_cases(std::vector<Case>& out, const Mesh& grid, const Mesh& 
                          return spmd::internal::read_region(full, index,
                                                             spmd::internal::default_device());
                        });
+                 }});
+}
+
+// Both pmap paths (legacy and the compat shim) with each process passing its own devices' slices,
+// as legacy JAX's multi-process pmap did; each process's part of the result is made global again
+// (host_local_array_to_global_array) so that every shard is checked against one process over 8
+// devices. `pmap(f, options)` is spmd::legacy::pmap or spmd::compat::pmap over axis "i".
+template <class Pmap>
+void add_pmap_cases(std::vector<Case>& out, const Mesh& flat, const std::string& path, Pmap pmap) {
+  const int n = spmd::device_count();
+  // This process's slices of `full` along `axis` (all of it in one process).
+  auto mine = [flat](const Array& full, int axis) {
+    spmd::PartitionSpec spec = spmd::internal::axis_spec(axis, "i");
+    return spmd::global_array_to_host_local_array(
+        spmd::device_put(full, spmd::NamedSharding(flat, spec)), flat, spec);
+  };
+  auto global = [flat](const Array& local, std::optional<int> axis) {
+    return spmd::host_local_array_to_global_array(local, flat,
+                                                  spmd::internal::axis_spec(axis, "i"));
+  };
+  out.push_back({fmt::format("pmap_{}_psum_axis_index", path), [=] {
+                   const Array x = data(5 * n, spmd::float32, 20).reshape({n, 5});
+                   auto f = pmap(
+                       [](const Array& b) {
+                         Array i = spmd::axis_index("i").astype(spmd::float32);
+                         return b * i - spmd::psum(b, "i");
+                       },
+                       spmd::PmapOptions{});
+                   return global(f(mine(x, 0)), 0);
+                 }});
+  out.push_back({fmt::format("pmap_{}_in1_out1_ppermute", path), [=] {
+                   const Array x = data(3 * n, spmd::float64, 21).reshape({3, n});
+                   std::vector<std::pair<int, int>> perm;
+                   for (int k = 0; k < n; ++k) perm.push_back({k, (k + 3) % n});
+                   auto f = pmap([perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
+                                 spmd::PmapOptions{.in_axes = {1}, .out_axes = {1}});
+                   return global(f(mine(x, 1)), 1);
+                 }});
+  out.push_back({fmt::format("pmap_{}_broadcast_all_gather", path), [=] {
+                   const Array x = data(2 * n, spmd::int32, 22).reshape({n, 2});
+                   const Array w = data(2, spmd::int32, 23);
+                   auto f = pmap(
+                       [](const Array& b, const Array& v) { return spmd::all_gather(b * v, "i"); },
+                       spmd::PmapOptions{.in_axes = {0, std::nullopt}});
+                   return global(f(mine(x, 0), w), 0);
+                 }});
+  out.push_back({fmt::format("pmap_{}_unmapped_pmean", path), [=] {
+                   const Array x = data(7 * n, spmd::bfloat16, 24).reshape({n, 7});
+                   auto f = pmap([](const Array& b) { return spmd::pmean(b, "i"); },
+                                 spmd::PmapOptions{.out_axes = {std::nullopt}});
+                   return global(f(mine(x, 0)), std::nullopt);
                  }});
 }
 
@@ -210,6 +263,12 @@ std::vector<Case> cases() {
                        data(30 * n, spmd::float32, 15));
                  }});
   add_make_array_cases(out, grid, cols);
+  add_pmap_cases(out, flat, "legacy", [](auto f, spmd::PmapOptions options) {
+    return spmd::legacy::pmap(std::move(f), "i", std::move(options));
+  });
+  add_pmap_cases(out, flat, "compat", [](auto f, spmd::PmapOptions options) {
+    return spmd::compat::pmap(std::move(f), "i", std::move(options));
+  });
   return out;
 }
 

@@ -6,8 +6,11 @@
 //   mismatch  process 1 runs psum over another shape than process 0
 //   skip      process 1's devices skip a collective that process 0's run
 //   remote    a host read of a shard that lives in the other process
+//   pmap_size a legacy pmap whose mapped size is not this process's device count
+//   pmap_nest a nested pmap (compat shim) over the devices of both processes
 #include <fmt/format.h>
 #include <signal.h>
+#include <spmd/pmap.h>
 #include <spmd/spmd.h>
 
 #include <chrono>
@@ -39,6 +42,17 @@ int run(const std::string& mode) {
       fmt::print("process {} read remote data without an error\n", me);
       return 1;
     }
+    if (mode == "pmap_size") {
+      auto f = spmd::legacy::pmap([](const spmd::Array& b) { return spmd::psum(b, "i"); }, "i");
+      f(spmd::arange(3, spmd::float32));
+      return 1;
+    }
+    if (mode == "pmap_nest") {
+      auto inner = spmd::compat::pmap([](const spmd::Array& b) { return b * 2.0f; }, "j");
+      auto f = spmd::compat::pmap([&](const spmd::Array& b) { return inner(b); }, "i");
+      f(spmd::arange(spmd::local_device_count() * 2, spmd::float32).reshape({-1, 2}));
+      return 1;
+    }
     for (int step = 0; step < 40; ++step) {
       since = Clock::now();
       auto f = spmd::shard_map(
@@ -57,7 +71,11 @@ int run(const std::string& mode) {
     spmd::distributed::shutdown();
     return 0;
   } catch (const spmd::ValueError& e) {
-    return mode == "remote" ? (report("ValueError", e, since), 0) : report("ValueError", e, since);
+    const int status = report("ValueError", e, since);
+    return mode == "remote" || mode == "pmap_size" ? 0 : status;
+  } catch (const spmd::NotImplementedError& e) {
+    return mode == "pmap_nest" ? (report("NotImplementedError", e, since), 0)
+                               : report("NotImplementedError", e, since);
   } catch (const spmd::CollectiveMismatch& e) {
     return report("CollectiveMismatch", e, since);
   } catch (const spmd::CollectiveTimeout& e) {
@@ -73,7 +91,7 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fmt::print(stderr, "usage: faults kill|mismatch|skip|remote\n");
+    fmt::print(stderr, "usage: faults kill|mismatch|skip|remote|pmap_size|pmap_nest\n");
     return 2;
   }
   spmd::distributed::initialize();

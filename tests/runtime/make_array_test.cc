@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// make_array_from_callback and make_array_from_process_local_data in one process (their
-// multi-process behaviour is checked bit for bit in tests/distributed/collectives_check.cc).
+// make_array_from_callback, make_array_from_process_local_data and the host-local/global helpers
+// in one process (their multi-process behaviour is checked bit for bit in
+// tests/distributed/collectives_check.cc).
 #include "spmd/make_array.h"
 
 #include <gmock/gmock.h>
@@ -105,6 +106,28 @@ TEST(MakeArray, ProcessLocalDataInOneProcessIsDevicePut) {
               ThrowsMessage<ValueError>(HasSubstr(
                   "in a single-process run the local data is the whole array, but it has shape "
                   "(8) and global_shape is (16)")));
+}
+
+// In one process every device is local: the helpers only lay the data out (their multi-process
+// behaviour, through the pmap cases, is checked in tests/distributed/collectives_check.cc).
+TEST(MakeArray, LocalMeshInOneProcessIsTheMesh) {
+  Mesh mesh = make_mesh({2, 2}, {"x", "y"});
+  EXPECT_EQ(local_mesh(mesh), mesh);
+}
+
+TEST(MakeArray, HostLocalAndGlobalInOneProcessLayTheDataOut) {
+  Mesh mesh = make_mesh({4}, {"x"});
+  const Array local = arange(12, DType::kFloat32).reshape({4, 3});
+  Array global = host_local_array_to_global_array(local, mesh, P("x"));
+  EXPECT_EQ(global.sharding().named(), NamedSharding(mesh, P("x")));
+  EXPECT_THAT(global.to_vector<float>(), ElementsAreArray(local.to_vector<float>()));
+  const Array wide = local.reshape({3, 4});
+  Array back = global_array_to_host_local_array(wide, mesh, P(None, "x"));
+  EXPECT_EQ(back.sharding().named(), NamedSharding(mesh, P(None, "x")));
+  EXPECT_EQ(back.addressable_shards()[1].index, (Index{{0, 3}, {1, 2}}));
+  EXPECT_THAT(back.to_vector<float>(), ElementsAreArray(wide.to_vector<float>()));
+  EXPECT_THAT([&] { global_array_to_host_local_array(local, mesh, P("y")); },
+              ThrowsMessage<ValueError>(HasSubstr("'y'")));
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Global arrays built from the data each process has (JAX's jax.make_array_from_callback and
-// jax.make_array_from_process_local_data). In a multi-process run (spmd/distributed.h) every
-// process calls the same function with the same global shape and sharding; each fills only the
-// shards of its own devices, so no process needs the whole value. In one process they are
-// device_put with a different way to supply the data.
+// Global arrays built from the data each process has, and back (JAX's
+// jax.make_array_from_callback, jax.make_array_from_process_local_data and multihost_utils'
+// host_local_array_to_global_array / global_array_to_host_local_array). In a multi-process run
+// (spmd/distributed.h) every process calls the same function with the same global shape and
+// sharding; each fills only the shards of its own devices, so no process needs the whole value.
+// In one process they are device_put with a different way to supply the data.
 //
 // Example: a data-parallel batch of 64 rows over the 8 devices of 2 processes; each process loads
 // its own 32 rows.
@@ -21,6 +22,8 @@
 #include <optional>
 
 #include "spmd/array.h"
+#include "spmd/mesh.h"
+#include "spmd/partition_spec.h"
 #include "spmd/sharding.h"
 
 namespace spmd {
@@ -41,5 +44,25 @@ Array make_array_from_callback(const Shape& shape, const NamedSharding& sharding
 // local_data fits neither. With one process: device_put(local_data, sharding).
 Array make_array_from_process_local_data(const NamedSharding& sharding, const Array& local_data,
                                          std::optional<Shape> global_shape = std::nullopt);
+
+// The part of `mesh` whose devices belong to this process (JAX's Mesh.local_mesh): the same axis
+// names, each axis keeping the coordinates this process's devices have, in order. ValueError
+// when this process owns none of the devices or they do not form such a sub-grid. In one
+// process: `mesh`.
+Mesh local_mesh(const Mesh& mesh);
+
+// The global array laid out as P(spec) over `global_mesh` whose part on this process's devices
+// is `local` (JAX's multihost_utils.host_local_array_to_global_array): make_array_from_process_
+// local_data(NamedSharding(global_mesh, spec), local). A dimension that `spec` splits over axes
+// spanning processes grows by the number of processes along them.
+Array host_local_array_to_global_array(const Array& local, const Mesh& global_mesh,
+                                       const PartitionSpec& spec);
+
+// The part of `global` held by this process's devices, as an array laid out as P(spec) over
+// local_mesh(global_mesh) (JAX's multihost_utils.global_array_to_host_local_array). Its shards
+// are `global`'s (no copy). `global` is first laid out as P(spec) over `global_mesh` when it is
+// not already (device_put). In one process: that layout of `global`.
+Array global_array_to_host_local_array(const Array& global, const Mesh& global_mesh,
+                                       const PartitionSpec& spec);
 
 }  // namespace spmd

@@ -15,6 +15,12 @@
 //                            {.check_vma = false})(x, w);
 // and a nest `pmap(pmap(g, "j", {.in_axes = {1}}), "i")(x)`:
 //   spmd::Mesh mesh = spmd::pmap_mesh({x}, {{"i"}, {"j", {1}}});  // Mesh(i: x.shape[0], j: ...)
+//
+// In a multi-process run the first axis spans every process's devices, as pmap's does (x holds
+// this process's slices, so the axis has x.shape[0] x process_count() devices); the shard_map
+// over it then takes global arguments: pass host_local_array_to_global_array(x, mesh, spec) and
+// read outputs through global_array_to_host_local_array (spmd/make_array.h). spmd-migrate does
+// not write these calls yet.
 #pragma once
 
 #include <cstdint>

@@ -3,13 +3,16 @@
 //
 // It launches the body on the devices directly (not through shard_map): device d receives slice d
 // of every mapped argument with the mapped axis removed, and the outputs are stacked from the
-// devices' results. It shares the launch path (exec/launch.h: call state, collectives, fault
-// handling, assembly) and the argument checks with the compat shim, so that the two differ only
-// in how blocks are formed and results assembled, which is what the side-by-side tests compare.
+// devices' results. In a multi-process run each process passes and gets the slices of its own
+// devices (the mapped axis spans every process's devices, so collectives do too). It shares the
+// launch path (exec/launch.h: call state, collectives, fault handling, assembly) and the argument
+// checks with the compat shim, so that the two differ only in how blocks are formed and results
+// assembled, which is what the side-by-side tests compare.
 #include "array_impl.h"
 #include "exec/launch.h"
 #include "layout.h"
 #include "pmap/pmap_common.h"
+#include "spmd/make_array.h"
 #include "spmd/ops.h"
 
 namespace spmd::legacy {
@@ -32,7 +35,10 @@ spmd::Array stack_output(const CallSpec& call, const DeviceOutputs& outputs, siz
   if (out_axis) block.insert(block.begin() + *out_axis, 1);
   Shape global = block;
   if (out_axis) global[*out_axis] = call.mesh.axis_sizes()[0];
-  return internal::assemble(call, spec, global, block, outputs, o);
+  spmd::Array stacked = internal::assemble(call, spec, global, block, outputs, o);
+  // In a multi-process run each process gets the part of its own devices, as legacy JAX did.
+  if (process_count() > 1) return global_array_to_host_local_array(stacked, call.mesh, spec);
+  return stacked;
 }
 
 std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::Array>& args,
@@ -44,7 +50,7 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
                 /*check_vma=*/false, collective_timeout_s(), plan.fun_name};
   DeviceOutputs outputs = internal::launch(call, [&](DeviceContext& ctx) {
     internal::pmap::LevelScope level(0);
-    const int64_t index = internal::coord_along(ctx.call->mesh(), ctx.rank, 0);
+    const int64_t index = internal::pmap::local_coord(ctx.call->mesh(), ctx.rank);
     std::vector<spmd::Array> blocks;
     for (size_t i = 0; i < args.size(); ++i) {
       blocks.push_back(in_axes[i] ? take(args[i], index, *in_axes[i]) : args[i]);

@@ -10,6 +10,7 @@
 #include "array_impl.h"
 #include "checks.h"
 #include "exec/op_signature.h"
+#include "exec/processes.h"
 #include "layout.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
@@ -100,7 +101,8 @@ int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const Ar
     throw ValueError("pmap got inconsistent sizes for array axes to be mapped:\n" +
                      fmt::format("{}", fmt::join(seen, ";\n")));
   }
-  if (plan.options.axis_size && *plan.options.axis_size != *size) {
+  // In a multi-process run axis_size is the global size (global_axis_size checks it).
+  if (plan.options.axis_size && *plan.options.axis_size != *size && process_count() == 1) {
     throw ValueError(fmt::format("Specified axis_size {} doesn't match received axis_size {}.",
                                  *plan.options.axis_size, *size));
   }
@@ -116,6 +118,42 @@ template int64_t mapped_size(const PmapPlan&, const std::vector<Array>&, const A
                              const std::vector<std::optional<int>>&);
 template int64_t mapped_size(const PmapPlan&, const std::vector<ArgType>&, const ArgLayout&,
                              const std::vector<std::optional<int>>&);
+
+int64_t global_axis_size(const PmapPlan& plan, int64_t local_size) {
+  const int processes = process_count();
+  if (processes == 1) return local_size;
+  int64_t global = 0;
+  if (plan.options.devices) {
+    const std::vector<Device>& given = *plan.options.devices;
+    const int64_t mine = std::count_if(given.begin(), given.end(), is_addressable);
+    if (mine != local_size) {
+      throw ValueError(fmt::format(
+          "Leading axis size of input to pmapped function must equal the number of local devices "
+          "passed to pmap. Got axis_size={}, num_local_devices={}.\n(Process {} owns {} of the "
+          "{} devices passed to pmap; in a multi-process run each process passes the slices of "
+          "its own devices.)",
+          local_size, mine, process_index(), mine, given.size()));
+    }
+    global = static_cast<int64_t>(given.size());
+  } else {
+    const int64_t local_devices = local_device_count();
+    if (local_size != local_devices) {
+      throw ValueError(fmt::format(
+          "On multi-host platforms, the input to pmapped functions must have leading axis size "
+          "equal to the number of local devices if no `devices` argument is specified. Got "
+          "axis_size={}, num_local_devices={}",
+          local_size, local_devices));
+    }
+    global = local_size * processes;
+  }
+  if (plan.options.axis_size && *plan.options.axis_size != global) {
+    throw ValueError(fmt::format(
+        "Specified axis_size {} doesn't match received axis_size {}.\n(In a multi-process run "
+        "axis_size is the size over every process: {} here, {} per process.)",
+        *plan.options.axis_size, global, global, local_size));
+  }
+  return global;
+}
 
 std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
                                                  const std::vector<Array>& outputs) {
@@ -175,6 +213,13 @@ void check_device_count(const PmapPlan& plan, const std::vector<PmapLevel>& leve
 std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels,
                                    bool probing) {
   int64_t total = grid_size(levels);
+  if (process_count() > 1 && levels.size() > 1) {
+    throw NotImplementedError(fmt::format(
+        "nested pmap over the devices of several processes is not supported ('{}' of size {} "
+        "contains a pmap over '{}'); in a multi-process run map one level with pmap, or use "
+        "shard_map over a mesh with one axis per level (what spmd-migrate writes for a nest).",
+        levels[0].name, levels[0].size, levels[1].name));
+  }
   if (plan.options.devices) {
     check_devices(*plan.options.devices, "pmap's devices");
     std::vector<Device> given = *plan.options.devices;
@@ -277,6 +322,13 @@ std::vector<Array> run_nested(const PmapPlan& plan, const std::vector<Array>& ar
     outputs[o] = out_axes[o] ? gathered : take(gathered, 0, 0);
   }
   return outputs;
+}
+
+int64_t local_coord(const Mesh& mesh, int rank) {
+  if (process_count() == 1) return coord_along(mesh, rank, 0);
+  // Nested levels are refused across processes, so the mesh has one axis.
+  const std::vector<Device>& devices = mesh.devices();
+  return std::count_if(devices.begin(), devices.begin() + rank, is_addressable);
 }
 
 uint64_t cache_key(const std::vector<Array>& args) {

@@ -59,12 +59,20 @@ template <class Arg>
 int64_t mapped_size(const PmapPlan& plan, const std::vector<Arg>& args, const ArgLayout& layout,
                     const std::vector<std::optional<int>>& in_axes);
 
+// The size of the mapped axis over every process (JAX's global_axis_size) given this process's
+// mapped size: the same in one process; in a multi-process run the number of devices passed to
+// pmap, else the mapped size times the process count, each process mapping over all of its
+// devices (legacy's errors otherwise, and when options.axis_size is not that size).
+int64_t global_axis_size(const PmapPlan& plan, int64_t local_size);
+
 // The out_axes entry of each output, normalised against the stacked rank.
 std::vector<std::optional<int>> resolve_out_axes(const PmapPlan& plan,
                                                  const std::vector<Array>& outputs);
 
 // The devices of a call with the given levels (outer first): options.devices or the first
-// devices, with legacy's errors when there are too few or the count does not match. `probing`:
+// devices, with legacy's errors when there are too few or the count does not match. In a
+// multi-process run the devices of every process (levels[0] has the global size), and a
+// NotImplementedError for nested levels. `probing`:
 // inner levels may still be undiscovered, so options.devices may cover a larger grid than
 // `levels`; a prefix of it is used until the levels are known (check_device_count then checks).
 std::vector<Device> select_devices(const PmapPlan& plan, const std::vector<PmapLevel>& levels,
@@ -98,7 +106,7 @@ std::vector<Array> run(const PmapPlan& plan, const std::vector<Array>& args,
                        const ArgLayout& layout, BodyRef body, PmapCache& cache, Execute&& execute) {
   if (current_device_context() != nullptr) return run_nested(plan, args, layout, body);
   std::vector<std::optional<int>> in_axes = resolve_in_axes(plan, args, layout);
-  int64_t size = mapped_size(plan, args, layout, in_axes);
+  int64_t size = global_axis_size(plan, mapped_size(plan, args, layout, in_axes));
   check_donation(plan.options.donate_argnums, layout.leaf_positions());
   std::vector<Array> results =
       with_levels(plan, args, size, cache, [&](const std::vector<PmapLevel>& levels, bool probing) {
@@ -122,6 +130,11 @@ class LevelScope {
   uint64_t saved_bound_;
   int saved_depth_;
 };
+
+// The slice of the mapped arguments that the device at mesh position `rank` of a call's mesh
+// takes along the outermost level: its coordinate there, counted among this process's devices in
+// a multi-process run (each process passes only its devices' slices).
+int64_t local_coord(const Mesh& mesh, int rank);
 
 // The key under which a PmapCache remembers levels: a hash of the argument types.
 uint64_t cache_key(const std::vector<Array>& args);

@@ -60,7 +60,9 @@ Mesh pmap_mesh(const std::vector<Array>& args, const std::vector<PmapAxis>& axes
     std::vector<std::optional<int>> in_axes;
     try {
       in_axes = internal::pmap::resolve_in_axes(plan, view, layout);
-      levels.push_back({plan.axis_name, internal::pmap::mapped_size(plan, view, layout, in_axes)});
+      const int64_t size = internal::pmap::mapped_size(plan, view, layout, in_axes);
+      levels.push_back(
+          {plan.axis_name, l == 0 ? internal::pmap::global_axis_size(plan, size) : size});
     } catch (Error& e) {
       // Legacy pmap checks an inner level in the outer level's body, on every device: the
       // error names the first one.
