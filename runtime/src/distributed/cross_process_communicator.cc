@@ -6,6 +6,7 @@
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/common/error.h>
+#include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
 #include <array>
@@ -21,41 +22,78 @@ namespace {
 
 using Clock = Cancel::Clock;
 
-// out[i] = in_0[i] op in_1[i] op ... op in_{n-1}[i] for i in [0, count): the CPU backend's
-// reduction order and element rules, so that the bits match a single-process run.
+// All-reduces of at least this many bytes whose processes own consecutive ranks go through the
+// chain (CrossProcessExchange::chained_all_reduce), in chunks of kChainChunkBytes so that the
+// processes fold, send and receive at once.
+constexpr int64_t kChainMinBytes = 64 * 1024;
+constexpr int64_t kChainChunkBytes = 256 * 1024;
+
+// Where a fold starts and what it writes: the CPU backend's reduction order and element rules,
+// so that the bits match a single-process run. A fold over several processes passes its running
+// value on in the compute type (float for float16/bfloat16), never rounded to the storage type.
+struct FoldSpan {
+  const void* partial = nullptr;  // compute-type values to start from, else ins[0]
+  int64_t begin = 0;              // first element, in ins, partial and out
+  int64_t count = 0;
+  bool out_partial = false;  // write compute-type values (to pass on), else storage values
+};
+
+// out[i] = ((start[i] op ins[k][i]) op ins[k+1][i]) ... for i in the span, start being partial[i]
+// or ins[0][i].
 template <class T, class Rule>
-void fold_typed(const std::vector<const void*>& ins, void* out, int64_t count) {
+void fold_typed(const std::vector<const void*>& ins, void* out, const FoldSpan& span) {
   constexpr int64_t kBlock = 1024;
   ComputeOf<T> acc[kBlock];
   const int n = static_cast<int>(ins.size());
-  for (int64_t b = 0; b < count; b += kBlock) {
-    const int64_t len = std::min(kBlock, count - b);
-    const auto* first = static_cast<const StorageOf<T>*>(ins[0]) + b;
-    for (int64_t i = 0; i < len; ++i) acc[i] = load<T>(&first[i]);
-    for (int q = 1; q < n; ++q) {
+  for (int64_t b = span.begin; b < span.begin + span.count; b += kBlock) {
+    const int64_t len = std::min(kBlock, span.begin + span.count - b);
+    int q = 0;
+    if (span.partial) {
+      std::memcpy(acc, static_cast<const ComputeOf<T>*>(span.partial) + b, len * sizeof(acc[0]));
+    } else {
+      const auto* first = static_cast<const StorageOf<T>*>(ins[q++]) + b;
+      for (int64_t i = 0; i < len; ++i) acc[i] = load<T>(&first[i]);
+    }
+    for (; q < n; ++q) {
       const auto* in = static_cast<const StorageOf<T>*>(ins[q]) + b;
       for (int64_t i = 0; i < len; ++i) acc[i] = Rule::apply(acc[i], load<T>(&in[i]));
     }
-    auto* dst = static_cast<StorageOf<T>*>(out) + b;
-    for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
+    if (span.out_partial) {
+      std::memcpy(static_cast<ComputeOf<T>*>(out) + b, acc, len * sizeof(acc[0]));
+    } else {
+      auto* dst = static_cast<StorageOf<T>*>(out) + b;
+      for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
+    }
   }
 }
 
 template <class Rule>
-void fold_rule(DType dtype, const std::vector<const void*>& ins, void* out, int64_t count) {
-  dispatch(dtype, [&]<class T>(std::type_identity<T>) { fold_typed<T, Rule>(ins, out, count); });
+void fold_rule(DType dtype, const std::vector<const void*>& ins, void* out, const FoldSpan& span) {
+  dispatch(dtype, [&]<class T>(std::type_identity<T>) { fold_typed<T, Rule>(ins, out, span); });
+}
+
+void fold(ReduceKind op, DType dtype, const std::vector<const void*>& ins, void* out,
+          const FoldSpan& span) {
+  switch (op) {
+    case ReduceKind::kSum:
+      return fold_rule<SumRule>(dtype, ins, out, span);
+    case ReduceKind::kMax:
+      return fold_rule<MaxRule>(dtype, ins, out, span);
+    case ReduceKind::kMin:
+      return fold_rule<MinRule>(dtype, ins, out, span);
+  }
 }
 
 void fold(ReduceKind op, DType dtype, const std::vector<const void*>& ins, void* out,
           int64_t count) {
-  switch (op) {
-    case ReduceKind::kSum:
-      return fold_rule<SumRule>(dtype, ins, out, count);
-    case ReduceKind::kMax:
-      return fold_rule<MaxRule>(dtype, ins, out, count);
-    case ReduceKind::kMin:
-      return fold_rule<MinRule>(dtype, ins, out, count);
-  }
+  fold(op, dtype, ins, out, FoldSpan{.count = count});
+}
+
+// The size of the type a fold accumulates `dtype` in.
+int64_t compute_size(DType dtype) {
+  int64_t size = 0;
+  dispatch(dtype, [&]<class T>(std::type_identity<T>) { size = sizeof(ComputeOf<T>); });
+  return size;
 }
 
 // How many input bytes each member contributes.
@@ -145,6 +183,12 @@ CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
     local_ranks_.push_back(r);
   }
   requests_.resize(local_ranks_.size());
+  // The chain needs the fold order to visit the processes one after the other.
+  int next = 0;
+  chainable_ = true;
+  for (const std::vector<int>& ranks : process_ranks_) {
+    for (int r : ranks) chainable_ = chainable_ && r == next++;
+  }
 }
 
 void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cancel& cancel) {
@@ -253,6 +297,9 @@ void CrossProcessExchange::work(Cancel& cancel) {
   check_headers(first, cancel);
   const int64_t bytes = input_bytes(first, size);
   if (first.kind == CollectiveRequest::kBarrier) return;
+  if (first.kind == CollectiveRequest::kAllReduce && chainable_ && bytes >= kChainMinBytes) {
+    return chained_all_reduce(cancel);
+  }
 
   // Everyone's inputs, this process's read in place, the others' gathered over Gloo.
   std::vector<size_t> counts;
@@ -283,6 +330,62 @@ void CrossProcessExchange::work(Cancel& cancel) {
     }
   }
   compute(ins);
+}
+
+void CrossProcessExchange::chained_all_reduce(Cancel& cancel) {
+  const CollectiveRequest& first = requests_[0];
+  const int me = context_->rank, last = context_->size - 1;
+  const int64_t item = itemsize(first.dtype), partial_item = compute_size(first.dtype);
+  const int64_t count = first.a;
+  const int64_t chunk = std::max<int64_t>(1, kChainChunkBytes / partial_item);
+  const int64_t chunks = (count + chunk - 1) / chunk;
+  // Every process calls nextSlot as often, in the same order: the slots agree.
+  const uint64_t pass_slot = context_->nextSlot(), result_slot = context_->nextSlot();
+  gathered_.resize(me > 0 ? count * partial_item : 0);    // the partial from process me - 1
+  staging_.resize(me < last ? count * partial_item : 0);  // the partial for process me + 1
+  std::unique_ptr<gloo::transport::UnboundBuffer> incoming, outgoing;
+  if (me > 0) incoming = context_->createUnboundBuffer(gathered_.data(), gathered_.size());
+  if (me < last) outgoing = context_->createUnboundBuffer(staging_.data(), staging_.size());
+  auto result = context_->createUnboundBuffer(first.out, count * item);
+  auto wait = [&](bool done) {
+    if (!done) cancel.throw_aborted();
+  };
+  try {
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t begin = c * chunk, len = std::min(chunk, count - begin);
+      if (incoming) incoming->recv(me - 1, pass_slot, begin * partial_item, len * partial_item);
+      if (me != last) result->recv(last, result_slot, begin * item, len * item);
+    }
+    std::vector<const void*> ins;
+    for (const CollectiveRequest& r : requests_) ins.push_back(r.in);
+    for (int64_t c = 0; c < chunks; ++c) {
+      FoldSpan span{.begin = c * chunk, .count = std::min(chunk, count - c * chunk)};
+      if (incoming) {
+        wait(incoming->waitRecv(time_left(cancel)));
+        span.partial = gathered_.data();
+      }
+      span.out_partial = me != last;
+      fold(first.op, first.dtype, ins, me != last ? staging_.data() : first.out, span);
+      if (outgoing) {
+        outgoing->send(me + 1, pass_slot, span.begin * partial_item, span.count * partial_item);
+        continue;
+      }
+      for (int p = 0; p < last; ++p) {
+        result->send(p, result_slot, span.begin * item, span.count * item);
+      }
+    }
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (outgoing) wait(outgoing->waitSend(time_left(cancel)));
+      if (me != last) wait(result->waitRecv(time_left(cancel)));
+      for (int p = 0; me == last && p < last; ++p) wait(result->waitSend(time_left(cancel)));
+    }
+  } catch (const gloo::Exception& e) {
+    gloo_failed(e, describe(header_of(first, 0, 0, 0)).c_str(), cancel);
+  }
+  const int64_t bytes = count * item;
+  for (size_t i = 1; i < requests_.size(); ++i) {
+    if (bytes > 0) std::memcpy(requests_[i].out, first.out, bytes);
+  }
 }
 
 void CrossProcessExchange::compute(const std::vector<const void*>& ins) {

@@ -5,6 +5,12 @@
 // member of this process, visiting inputs in rank order exactly as the CPU backend does, so that a
 // reduction has the same bits as in one process with the same device count.
 //
+// A large all-reduce over processes that own consecutive ranks is a chain instead: process 0
+// folds its members' inputs and passes the running value on, each next process continues the same
+// fold with its members' inputs, and the last sends the result to every other process, chunk by
+// chunk so that the processes work at once. The same left fold in rank order (bit-identical),
+// with one running value per link instead of every member's input.
+//
 // Before the data, the processes exchange a header (collective, dtype, sizes, the call's number
 // among calls over several processes, the collective's number in the call): processes that run
 // different collectives, or one that skipped a call's collectives, get CollectiveMismatch instead
@@ -57,6 +63,7 @@ class CrossProcessExchange {
   void work(Cancel& cancel);
   void check_headers(const CollectiveRequest& request, Cancel& cancel);
   void compute(const std::vector<const void*>& ins);
+  void chained_all_reduce(Cancel& cancel);
   [[noreturn]] void gloo_failed(const std::exception& e, const char* what, Cancel& cancel);
 
   const std::vector<Device> members_;
@@ -65,6 +72,7 @@ class CrossProcessExchange {
   std::vector<int> local_index_;                 // rank -> index in local_ranks_, or -1
   std::vector<std::vector<int>> process_ranks_;  // Gloo rank -> the ranks it owns, ascending
   std::vector<int> process_of_;                  // Gloo rank -> process index
+  bool chainable_ = false;  // each process's ranks follow the previous process's
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -74,7 +82,8 @@ class CrossProcessExchange {
   uint64_t call_ = 0;                        // the cross-process call of the last collective
   uint64_t in_call_ = 0;                     // collectives of that call so far
   std::vector<CollectiveRequest> requests_;  // by local index, for the current collective
-  std::vector<char> staging_, gathered_;     // this process's inputs; everyone's inputs
+  // This process's inputs and everyone's; in the chain, the running values sent and received.
+  std::vector<char> staging_, gathered_;
 };
 
 // One rank's handle.

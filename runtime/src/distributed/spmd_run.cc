@@ -229,20 +229,27 @@ int main(int argc, char** argv) {
       }
     }
     bool all_done = true;
+    int failed_now = -1;  // the first failure reaped in this sweep
     for (int i = 0; i < args.processes; ++i) {
       Child& c = children[i];
       if (!c.exited && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
         c.exited = true;
         const bool failed = !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
-        if (failed && first_failed < 0 && !killed) {
-          first_failed = i;
-          fmt::print(stderr, "spmd-run: process {} (pid {}) {}; the others get {:g} s to end\n", i,
-                     c.pid, describe(c.status), args.grace_s);
-          kill_at =
-              Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(args.grace_s * 1000));
+        // A process killed by a signal fails before the others notice (they see its connections
+        // close and exit with an error): when one sweep reaps both, it is the cause.
+        if (failed && (failed_now < 0 ||
+                       (WIFSIGNALED(c.status) && !WIFSIGNALED(children[failed_now].status)))) {
+          failed_now = i;
         }
       }
       all_done = all_done && c.exited && c.out < 0 && c.err < 0;
+    }
+    if (failed_now >= 0 && first_failed < 0 && !killed) {
+      first_failed = failed_now;
+      fmt::print(stderr, "spmd-run: process {} (pid {}) {}; the others get {:g} s to end\n",
+                 failed_now, children[failed_now].pid, describe(children[failed_now].status),
+                 args.grace_s);
+      kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(args.grace_s * 1000));
     }
     if (all_done) break;
     if (g_signal != 0 && !killed) {
