@@ -33,7 +33,7 @@ bool checked_product(const std::vector<int64_t>& factors, int64_t& product) {
   return !overflow;
 }
 
-int64_t checked_size(const Shape& shape, std::string_view api, std::string_view arg) {
+int64_t checked_size_slow(const Shape& shape, std::string_view api, std::string_view arg) {
   for (int64_t extent : shape) {
     if (extent < 0) {
       throw ValueError(fmt::format(

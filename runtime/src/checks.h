@@ -16,12 +16,24 @@
 
 namespace spmd::internal {
 
+// The checks of checked_size with their messages, for a shape with an extent <= 0 or an
+// overflowing product.
+int64_t checked_size_slow(const Shape& shape, std::string_view api, std::string_view arg);
 // The element count of `shape`: every extent must be >= 0 and the count must fit in int64, even
 // when a zero extent makes it 0 (as NumPy: the product of the nonzero extents must fit, so that
 // strides do).
 // `api` and `arg` name the value in messages ("zeros", "shape"); an empty `api` gives a message
 // about "shape (...)" alone.
-int64_t checked_size(const Shape& shape, std::string_view api, std::string_view arg = "shape");
+inline int64_t checked_size(const Shape& shape, std::string_view api,
+                            std::string_view arg = "shape") {
+  // Every array op sizes a few shapes: positive extents whose product fits take one inline loop;
+  // zero, negative and overflowing ones the checks and messages of checked_size_slow.
+  int64_t size = 1;
+  bool fast = true;
+  for (int64_t extent : shape)
+    fast = fast && extent > 0 && !__builtin_mul_overflow(size, extent, &size);
+  return fast ? size : checked_size_slow(shape, api, arg);
+}
 // checked_size, and the byte count of an array of `dtype` over `shape` (over its nonzero extents
 // when it has a zero one) must fit in int64 too.
 int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api,

@@ -40,7 +40,11 @@ class Platform {
  public:
   constexpr explicit Platform(std::string_view name) : name_(name) {}
   constexpr std::string_view name() const { return name_; }
-  constexpr bool operator==(const Platform& other) const { return name_ == other.name_; }
+  // Every device check compares platforms: the same literal (the usual case) needs no memcmp.
+  constexpr bool operator==(const Platform& other) const {
+    return (name_.data() == other.name_.data() && name_.size() == other.name_.size()) ||
+           name_ == other.name_;
+  }
 
   static const Platform kCpu;
   static const Platform kCuda;
