@@ -10,6 +10,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -68,6 +69,23 @@ std::chrono::milliseconds to_ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+// The listening socket spmd-run hands process 0 in SPMD_COORDINATOR_FD (see spmd_run.cc), or -1.
+// Taken once: programs this process starts do not inherit it.
+int handed_down_socket() {
+  const char* text = std::getenv("SPMD_COORDINATOR_FD");
+  if (text == nullptr) return -1;
+  const int fd = std::atoi(text);
+  ::unsetenv("SPMD_COORDINATOR_FD");
+  int type = 0;
+  socklen_t len = sizeof type;
+  // Only a stream socket that is open here: anything else came from elsewhere.
+  if (fd <= STDERR_FILENO || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+      type != SOCK_STREAM) {
+    return -1;
+  }
+  return fd;
+}
+
 std::vector<char> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 std::string text_of(const std::vector<char>& v) { return {v.begin(), v.end()}; }
 
@@ -95,7 +113,9 @@ void open_store(State& state, std::string& gloo_host) {
   const int port = colon == std::string::npos
                        ? kDefaultPort
                        : parse_int(address.substr(colon + 1), "the coordinator address's port");
-  if (state.settings.process_id == 0) state.server = std::make_unique<TcpStoreServer>(port);
+  if (state.settings.process_id == 0) {
+    state.server = std::make_unique<TcpStoreServer>(port, handed_down_socket());
+  }
   auto store = std::make_shared<TcpStore>(host, port, timeout);
   gloo_host = store->local_address();
   state.store = store;

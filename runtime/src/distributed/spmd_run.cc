@@ -90,20 +90,22 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// A port nobody listens on now (the kernel's choice); process 0 binds it right after.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A socket listening on a loopback port of the kernel's choice, for process 0's key/value store:
+// spmd-run keeps it open and hands it to process 0 (SPMD_COORDINATOR_FD), so that no other program
+// can take the port before process 0 serves it.
+int coordinator_socket(int& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    fmt::print(stderr, "spmd-run: cannot find a free port: {}\n", std::strerror(errno));
+      ::listen(fd, 1024) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    fmt::print(stderr, "spmd-run: cannot listen on a loopback port: {}\n", std::strerror(errno));
     std::exit(2);
   }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  port = ntohs(addr.sin_port);
+  return fd;
 }
 
 struct Child {
@@ -143,7 +145,8 @@ int exit_code(int status) {
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
-Child spawn(const Args& a, int index, const std::string& coordinator) {
+// Starts process `index`; `listening` (>= 0) is the coordinator's socket, handed to it.
+Child spawn(const Args& a, int index, const std::string& coordinator, int listening) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     fmt::print(stderr, "spmd-run: pipe: {}\n", std::strerror(errno));
@@ -165,6 +168,10 @@ Child spawn(const Args& a, int index, const std::string& coordinator) {
     ::setenv("SPMD_PROCESS_ID", std::to_string(index).c_str(), 1);
     if (a.devices_per_process) {
       ::setenv("SPMD_CPU_DEVICES", std::to_string(*a.devices_per_process).c_str(), 1);
+    }
+    if (listening >= 0) {
+      ::fcntl(listening, F_SETFD, 0);  // survives exec in this child only
+      ::setenv("SPMD_COORDINATOR_FD", std::to_string(listening).c_str(), 1);
     }
     ::execvp(a.command[0], a.command.data());
     fmt::print(stderr, "spmd-run: cannot run {}: {}\n", a.command[0], std::strerror(errno));
@@ -201,10 +208,15 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  int port = 0;
+  const int listening = args.coordinator.empty() ? coordinator_socket(port) : -1;
   const std::string coordinator =
-      args.coordinator.empty() ? fmt::format("127.0.0.1:{}", free_port()) : args.coordinator;
+      args.coordinator.empty() ? fmt::format("127.0.0.1:{}", port) : args.coordinator;
   std::vector<Child> children;
-  for (int i = 0; i < args.processes; ++i) children.push_back(spawn(args, i, coordinator));
+  for (int i = 0; i < args.processes; ++i) {
+    children.push_back(spawn(args, i, coordinator, i == 0 ? listening : -1));
+  }
+  if (listening >= 0) ::close(listening);
 
   int first_failed = -1;
   Clock::time_point kill_at = Clock::time_point::max();

@@ -138,28 +138,51 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-TcpStoreServer::TcpStoreServer(int port) {
-  listen_fd_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) throw OSError("cannot create the store's socket: " + errno_text());
+namespace {
+
+// A socket listening on every interface at `port`; OSError when it cannot be bound.
+int listen_on(int port) {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw OSError("cannot create the store's socket: " + errno_text());
   int on = 1, off = 0;
-  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  ::setsockopt(listen_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);  // IPv4 too
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);  // IPv4 too
   sockaddr_in6 addr{};
   addr.sin6_family = AF_INET6;
   addr.sin6_addr = in6addr_any;
   addr.sin6_port = htons(static_cast<uint16_t>(port));
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_fd_, 1024) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 1024) != 0) {
     std::string why = errno_text();
-    ::close(listen_fd_);
+    ::close(fd);
     throw OSError(fmt::format(
         "process 0 cannot serve the coordinator's key/value store on port {}: {}. Choose another "
         "port in the coordinator address (SPMD_COORDINATOR=host:port).",
         port, why));
   }
+  return fd;
+}
+
+// The port a socket is bound to (IPv4 or IPv6), or -1.
+int bound_port(int fd) {
+  sockaddr_storage addr{};
   socklen_t len = sizeof addr;
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin6_port);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return -1;
+}
+
+}  // namespace
+
+TcpStoreServer::TcpStoreServer(int port, int listening) {
+  listen_fd_ = listening;
+  if (listen_fd_ >= 0 && port != 0 && bound_port(listen_fd_) != port) {
+    ::close(listen_fd_);  // handed down for another address
+    listen_fd_ = -1;
+  }
+  if (listen_fd_ < 0) listen_fd_ = listen_on(port);
+  ::fcntl(listen_fd_, F_SETFD, FD_CLOEXEC);  // a handed-down socket was inherited without it
+  port_ = bound_port(listen_fd_);
   if (::pipe2(wake_fds_, O_CLOEXEC) != 0) {
     ::close(listen_fd_);
     throw OSError("cannot create the store's wake pipe: " + errno_text());

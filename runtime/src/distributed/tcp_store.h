@@ -29,8 +29,10 @@ namespace spmd::internal {
 class TcpStoreServer {
  public:
   // Listens on every interface at `port` (0: an ephemeral port; port() tells which). OSError when
-  // the port cannot be bound.
-  explicit TcpStoreServer(int port);
+  // the port cannot be bound. `listening`: a socket already bound and listening at `port` to
+  // serve on instead (spmd-run's, handed down so that no other program can take the port between
+  // its choice and process 0's start); the server owns it.
+  explicit TcpStoreServer(int port, int listening = -1);
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
