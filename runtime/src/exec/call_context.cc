@@ -109,6 +109,17 @@ CallContext::~CallContext() {
   }
 }
 
+void CallContext::return_communicators() {
+  if (aborted()) return;
+  CommunicatorPool& pool = CommunicatorPool::instance();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, groups] : groups_) {
+    for (std::unique_ptr<CommunicatorSet>& set : groups->sets) {
+      if (set) pool.give_back(std::move(set), /*healthy=*/true);
+    }
+  }
+}
+
 void CallContext::set_abort_listener(void (*listener)(void*), void* arg) {
   listener_ = listener;
   listener_arg_ = arg;

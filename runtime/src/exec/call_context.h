@@ -110,6 +110,12 @@ class CallContext final : public Cancel {
   // only reference (a body's thread may drop the launch last, and must not destroy the exception
   // object the caller is reading).
   std::exception_ptr take_error();
+  // After a call every body of which returned: its communicators go back to the pool now, on the
+  // caller's thread. Left to the destructor, they would go back when the launch's last reference
+  // drops, possibly on a worker thread after the caller's next call took new ones: processes
+  // would then pair different cross-process communicators (their identity counts them) and wait
+  // on each other until the deadline. An aborted call keeps them for the destructor.
+  void return_communicators();
   // Calls `listener(arg)` when the call aborts (once, on the aborting thread).
   void set_abort_listener(void (*listener)(void*), void* arg);
   // After an abort: whether the caller may stop waiting. Every body gets until the abort plus the

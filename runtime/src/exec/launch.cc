@@ -108,6 +108,7 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
   }
   Executor::instance().run(*run_on, kOwner, launch.get(), launch, &launch->executor);
   if (std::exception_ptr error = launch->call.take_error()) std::rethrow_exception(error);
+  launch->call.return_communicators();
   DeviceOutputs& outputs = launch->outputs;
   const int first = rank_of(*launch, 0);
   const size_t count = outputs[first].size();
