@@ -192,10 +192,6 @@ Array make_array_from_process_local_data(const NamedSharding& sharding, const Ar
   });
 }
 
-}  // namespace spmd
-
-namespace spmd {
-
 Mesh local_mesh(const Mesh& mesh) {
   if (process_count() == 1) return mesh;
   // The coordinates this process's devices have along each axis.
@@ -217,29 +213,21 @@ Mesh local_mesh(const Mesh& mesh) {
     k.erase(std::unique(k.begin(), k.end()), k.end());
     sizes.push_back(static_cast<int64_t>(k.size()));
   }
-  // Every combination of kept coordinates must be a device of this process.
+  // This process's devices form a sub-grid exactly when they fill the grid of the coordinates
+  // they have (they are distinct and lie in it).
+  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>()) != owned) {
+    throw ValueError(fmt::format(
+        "local_mesh: the {} devices of process {} in {} do not form a sub-grid of it (their "
+        "coordinates span a ({}) grid); order the mesh's devices so that each process's "
+        "devices form a block, as make_mesh over spmd::devices() does.",
+        owned, process_index(), mesh.str(), fmt::join(sizes, ", ")));
+  }
   std::vector<Device> devices;
   std::vector<int64_t> local(mesh.ndim(), 0), global(mesh.ndim());
   for (int64_t n = 0; n < owned; ++n) {
     for (int a = 0; a < mesh.ndim(); ++a) global[a] = kept[a][local[a]];
-    const Device& d = mesh.devices()[mesh.linear_index(global)];
-    if (!internal::is_addressable(d)) {
-      throw ValueError(fmt::format(
-          "local_mesh: the {} devices of process {} in {} do not form a sub-grid of it ({} at "
-          "coordinates ({}) belongs to process {}); order the mesh's devices so that each "
-          "process's devices form a block, as make_mesh over spmd::devices() does.",
-          owned, process_index(), mesh.str(), d.str(), fmt::join(global, ", "), d.process_index));
-    }
-    devices.push_back(d);
+    devices.push_back(mesh.devices()[mesh.linear_index(global)]);
     for (int a = mesh.ndim() - 1; a >= 0 && ++local[a] == sizes[a]; --a) local[a] = 0;
-  }
-  if (static_cast<int64_t>(devices.size()) != owned ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>()) != owned) {
-    throw ValueError(fmt::format(
-        "local_mesh: the {} devices of process {} in {} do not form a sub-grid of it (their "
-        "coordinates span ({}) positions); order the mesh's devices so that each process's "
-        "devices form a block, as make_mesh over spmd::devices() does.",
-        owned, process_index(), mesh.str(), fmt::join(sizes, ", ")));
   }
   return Mesh(std::move(devices), std::move(sizes), mesh.axis_names());
 }

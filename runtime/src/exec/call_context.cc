@@ -99,23 +99,23 @@ CallContext::CallContext(CallSpec spec)
 }
 
 CallContext::~CallContext() {
-  // Every body has returned: the borrowed communicators go back to the pool (or are destroyed if
-  // the call aborted).
-  CommunicatorPool& pool = CommunicatorPool::instance();
-  for (auto& [key, groups] : groups_) {
-    for (std::unique_ptr<CommunicatorSet>& set : groups->sets) {
-      if (set) pool.give_back(std::move(set), !aborted());
-    }
-  }
+  // Every body has returned: what return_communicators left (an aborted call's) goes back to the
+  // pool, which destroys it.
+  std::lock_guard<std::mutex> lock(mu_);
+  give_back_communicators();
 }
 
 void CallContext::return_communicators() {
   if (aborted()) return;
-  CommunicatorPool& pool = CommunicatorPool::instance();
   std::lock_guard<std::mutex> lock(mu_);
+  give_back_communicators();
+}
+
+void CallContext::give_back_communicators() {
+  CommunicatorPool& pool = CommunicatorPool::instance();
   for (auto& [key, groups] : groups_) {
     for (std::unique_ptr<CommunicatorSet>& set : groups->sets) {
-      if (set) pool.give_back(std::move(set), /*healthy=*/true);
+      if (set) pool.give_back(std::move(set), !aborted());
     }
   }
 }

@@ -162,6 +162,9 @@ class CallContext final : public Cancel {
   [[noreturn]] void abort_mismatch(const std::string& message, const Device& device);
   [[noreturn]] void throw_timeout(DeviceContext& ctx, const std::vector<int>& missing);
   Groups& groups(const GroupKey& key);
+  // Hands every communicator set still held to the pool (healthy unless the call aborted). Holds
+  // mu_.
+  void give_back_communicators();
   // When the body of `rank` started (steady clock, ns), or -1 while it has not.
   int64_t started_ns(int rank) const;
 
