@@ -103,6 +103,7 @@ const ShardData& single_shard(const Array& a) {
 
 // Whether kernels for `reader` may read memory of `owner` in place.
 static bool aliasable(const Device& owner, const Device& reader) {
+  if (owner == reader) return is_addressable(owner);  // the common case: no backend to ask
   return owner.platform == reader.platform && is_addressable(owner) &&
          backend_for(owner).can_alias(owner, reader);
 }

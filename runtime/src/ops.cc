@@ -449,17 +449,21 @@ Array dot(const Array& a, const Array& b) {
 // ---- shape manipulation ----
 
 Array reshape(const Array& x, Shape shape) {
-  const Shape given = shape;
+  const auto unknown = std::find(shape.begin(), shape.end(), -1);
+  // The shape as the caller gave it, for messages (no copy on the way that does not throw).
+  auto given = [&shape, at = unknown - shape.begin()] {
+    Shape g = shape;
+    if (at < std::ssize(g)) g[at] = -1;
+    return shape_tuple_string(g);
+  };
   auto cannot = [&] {
     return ValueError(fmt::format("cannot reshape array of shape {} (size {}) into shape {}",
-                                  shape_tuple_string(x.shape()), x.size(),
-                                  shape_tuple_string(given)));
+                                  shape_tuple_string(x.shape()), x.size(), given()));
   };
-  const auto unknown = std::find(shape.begin(), shape.end(), -1);
   if (unknown != shape.end()) {
     if (std::find(unknown + 1, shape.end(), -1) != shape.end()) {
-      throw ValueError(fmt::format("can only specify one unknown dimension (-1), got shape {}",
-                                   shape_tuple_string(given)));
+      throw ValueError(
+          fmt::format("can only specify one unknown dimension (-1), got shape {}", given()));
     }
     *unknown = 1;
     const int64_t known = checked_size(shape, "reshape", "new shape");

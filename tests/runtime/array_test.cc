@@ -154,7 +154,8 @@ TEST(ArrayTest, Reshape) {
       [&] {
         x.reshape({-1, 4});
       },
-      ThrowsMessage<ValueError>(HasSubstr("cannot reshape array of shape")));
+      ThrowsMessage<ValueError>(
+          HasSubstr("cannot reshape array of shape (2, 3) (size 6) into shape (-1, 4)")));
   EXPECT_THAT(
       [&] {
         x.reshape({-1, -1});

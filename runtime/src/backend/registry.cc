@@ -131,6 +131,11 @@ const InUse& in_use() {
   return *r.in_use.load(std::memory_order_acquire);
 }
 
+ValueError not_in_use(Platform platform, const InUse& u) {
+  return ValueError(fmt::format("platform '{}' is not in use; the platforms in use are: {}",
+                                platform.name(), names(u.platforms)));
+}
+
 }  // namespace
 
 bool devices_in_use() {
@@ -172,10 +177,16 @@ int platform_index(Platform platform) {
   for (size_t i = 0; i < u.platforms.size(); ++i) {
     if (u.platforms[i] == platform) return static_cast<int>(i);
   }
-  throw ValueError(fmt::format("platform '{}' is not in use; the platforms in use are: {}",
-                               platform.name(), names(u.platforms)));
+  throw not_in_use(platform, u);
 }
 
-Backend& backend_for(Platform platform) { return *in_use().backends[platform_index(platform)]; }
+// Every kernel, buffer and aliasing check asks: one pass over the (usually one) platforms.
+Backend& backend_for(Platform platform) {
+  const InUse& u = in_use();
+  for (size_t i = 0; i < u.platforms.size(); ++i) {
+    if (u.platforms[i] == platform) return *u.backends[i];
+  }
+  throw not_in_use(platform, u);
+}
 
 }  // namespace spmd::internal
