@@ -5,6 +5,7 @@
 #include <bit>
 #include <iterator>
 
+#include "backend/half_bits.h"
 #include "checks.h"
 #include "spmd/errors.h"
 
@@ -31,64 +32,20 @@ const DTypeInfo& info(DType dt) {
   return kDTypeInfo[index];
 }
 
-// `value >> shift` rounded to nearest, ties to even; shift is in [1, 31].
-uint32_t shift_right_round_even(uint32_t value, int shift) {
-  const uint32_t rest = value & ((1u << shift) - 1);
-  const uint32_t half = 1u << (shift - 1);
-  const uint32_t quotient = value >> shift;
-  return quotient + (rest > half || (rest == half && (quotient & 1u)) ? 1u : 0u);
-}
-
-uint16_t float_to_half_bits(float f) {
-  const auto x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t magnitude = x & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) {
-    // Setting the quiet bit keeps a NaN a NaN even when its payload lives in the dropped bits.
-    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
-  }
-  if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  if (magnitude >= 0x38800000u) {
-    // Normal half: rebias the exponent (127 -> 15); a rounding carry out of the mantissa
-    // correctly bumps the exponent.
-    return static_cast<uint16_t>(sign | shift_right_round_even(magnitude - 0x38000000u, 13));
-  }
-  if (magnitude < 0x33000000u) return static_cast<uint16_t>(sign);  // below 2^-25: zero
-  // Subnormal half, in units of 2^-24: the float's full significand shifted by its exponent.
-  const int exponent = static_cast<int>(magnitude >> 23);
-  const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
-  return static_cast<uint16_t>(sign | shift_right_round_even(significand, 126 - exponent));
-}
-
-float half_bits_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  const uint32_t mantissa = h & 0x3ffu;
-  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
-  if (exponent == 0) {
-    const float value = static_cast<float>(mantissa) * 0x1p-24f;  // exact
-    return sign != 0 ? -value : value;
-  }
-  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
-
 }  // namespace
 
-float16_t::float16_t(float f) : bits(float_to_half_bits(f)) {}
+float16_t::float16_t(float f)
+    : bits(internal::float_bits_to_half_bits(std::bit_cast<uint32_t>(f))) {}
 
-float16_t::operator float() const { return half_bits_to_float(bits); }
-
-bfloat16_t::bfloat16_t(float f) {
-  const auto x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) {
-    bits = static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet, so a low-payload NaN stays NaN
-  } else {
-    bits = static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-  }
+float16_t::operator float() const {
+  return std::bit_cast<float>(internal::half_bits_to_float_bits(bits));
 }
 
+bfloat16_t::bfloat16_t(float f)
+    : bits(internal::float_bits_to_bfloat16_bits(std::bit_cast<uint32_t>(f))) {}
+
 bfloat16_t::operator float() const {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+  return std::bit_cast<float>(internal::bfloat16_bits_to_float_bits(bits));
 }
 
 int64_t itemsize(DType dt) { return info(dt).itemsize; }

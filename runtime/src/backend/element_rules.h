@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: how host-side implementations store, compute and combine elements, so that the CPU
-// kernels and the communicators of every host backend (CPU, tests/backends) give the same bits:
+// Internal: how every backend stores, computes and combines elements, so that the CPU kernels,
+// the communicators of every backend (CPU, processes, tests/backends) and device code (CUDA, where
+// SPMD_HOST_DEVICE marks these __host__ __device__) give the same bits:
 //   - bool is stored as a byte read as `!= 0`; float16/bfloat16 are stored as bits and computed
 //     (and accumulated) in float, rounded once per result;
 //   - integers wrap (computed in their unsigned type), as XLA does;
@@ -13,6 +14,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backend/half_bits.h"
 #include "spmd/dtype.h"
 #include "spmd/errors.h"
 
@@ -35,22 +37,26 @@ using ComputeOf =
     std::conditional_t<std::is_same_v<T, bool>, uint8_t, std::conditional_t<kIsHalf<T>, float, T>>;
 
 template <class T>
-ComputeOf<T> load(const StorageOf<T>* p) {
+SPMD_HOST_DEVICE ComputeOf<T> load(const StorageOf<T>* p) {
   if constexpr (std::is_same_v<T, bool>) {
     return *p != 0;
-  } else if constexpr (kIsHalf<T>) {
-    return static_cast<float>(T::from_bits(*p));
+  } else if constexpr (std::is_same_v<T, float16_t>) {
+    return float_of_bits(half_bits_to_float_bits(*p));
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return float_of_bits(bfloat16_bits_to_float_bits(*p));
   } else {
     return *p;
   }
 }
 
 template <class T>
-void store(StorageOf<T>* p, ComputeOf<T> v) {
+SPMD_HOST_DEVICE void store(StorageOf<T>* p, ComputeOf<T> v) {
   if constexpr (std::is_same_v<T, bool>) {
     *p = v != 0;
-  } else if constexpr (kIsHalf<T>) {
-    *p = T(v).bits;
+  } else if constexpr (std::is_same_v<T, float16_t>) {
+    *p = float_bits_to_half_bits(bits_of_float(v));
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    *p = float_bits_to_bfloat16_bits(bits_of_float(v));
   } else {
     *p = v;
   }
@@ -67,8 +73,8 @@ template <class F>
 void dispatch(DType dt, F&& f) {
   const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
   const bool known =
-      dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float, double>(
-          is_dt, f);
+      dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float, double>(is_dt,
+                                                                                             f);
   if (!known) throw ValueError("invalid dtype " + std::to_string(static_cast<int>(dt)));
 }
 
@@ -78,19 +84,19 @@ using Wrapping = typename std::conditional_t<std::is_integral_v<C>, std::make_un
                                              std::type_identity<C>>::type;
 
 template <class C>
-C wrap_add(C a, C b) {
+SPMD_HOST_DEVICE C wrap_add(C a, C b) {
   return static_cast<C>(static_cast<Wrapping<C>>(a) + static_cast<Wrapping<C>>(b));
 }
 template <class C>
-C wrap_sub(C a, C b) {
+SPMD_HOST_DEVICE C wrap_sub(C a, C b) {
   return static_cast<C>(static_cast<Wrapping<C>>(a) - static_cast<Wrapping<C>>(b));
 }
 template <class C>
-C wrap_mul(C a, C b) {
+SPMD_HOST_DEVICE C wrap_mul(C a, C b) {
   return static_cast<C>(static_cast<Wrapping<C>>(a) * static_cast<Wrapping<C>>(b));
 }
 template <class C>
-C wrap_neg(C a) {
+SPMD_HOST_DEVICE C wrap_neg(C a) {
   if constexpr (kIsFloat<C>) {
     return -a;
   } else {
@@ -99,7 +105,7 @@ C wrap_neg(C a) {
 }
 
 template <class C>
-C max_nan(C a, C b) {
+SPMD_HOST_DEVICE C max_nan(C a, C b) {
   if constexpr (kIsFloat<C>) {
     if (std::isnan(a)) return a;
     if (std::isnan(b)) return b;
@@ -107,7 +113,7 @@ C max_nan(C a, C b) {
   return a < b ? b : a;
 }
 template <class C>
-C min_nan(C a, C b) {
+SPMD_HOST_DEVICE C min_nan(C a, C b) {
   if constexpr (kIsFloat<C>) {
     if (std::isnan(a)) return a;
     if (std::isnan(b)) return b;
@@ -118,19 +124,19 @@ C min_nan(C a, C b) {
 // The combining step of each collective reduction (backend.h's ReduceKind).
 struct SumRule {
   template <class C>
-  static C apply(C a, C b) {
+  SPMD_HOST_DEVICE static C apply(C a, C b) {
     return wrap_add(a, b);
   }
 };
 struct MaxRule {
   template <class C>
-  static C apply(C a, C b) {
+  SPMD_HOST_DEVICE static C apply(C a, C b) {
     return max_nan(a, b);
   }
 };
 struct MinRule {
   template <class C>
-  static C apply(C a, C b) {
+  SPMD_HOST_DEVICE static C apply(C a, C b) {
     return min_nan(a, b);
   }
 };
