@@ -2,10 +2,12 @@
 # Warning and sanitizer flags, applied per target through spmd_target_options() so that projects
 # embedding spmd never inherit them.
 function(spmd_target_options target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
-                                           -Wno-missing-field-initializers)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initializers>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wshadow,-Wno-missing-field-initializers>)
   if(SPMD_WERROR)
-    target_compile_options(${target} PRIVATE -Werror)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                                             $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
   endif()
 endfunction()
 

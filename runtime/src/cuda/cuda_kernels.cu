@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA backend's op kernels (cuda_kernels.h).
+//
+// Every elementwise kernel is one grid-stride loop over the output's row-major index, with the
+// operands' dimensions merged first as the CPU kernels merge them; each element is computed by
+// the same scalar rule as on the CPU (backend/element_ops.h). A reduction gives each output
+// element one thread that folds its range in the CPU's order (pairwise sums included), so sums
+// match the CPU backend bit for bit. Float matmul packs its operands densely in the compute type
+// and calls cuBLAS's strided-batched gemm; integer and bool matmul is an exact loop.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "backend/element_ops.h"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_kernels.h"
+#include "spmd/errors.h"
+
+namespace spmd::internal::cuda {
+namespace {
+
+// Views of more dimensions than this, after merging, are refused (NotImplementedError).
+constexpr int kMaxDims = 16;
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+// One shape and N operands' strides over it (elements), unit dimensions dropped and dimensions
+// contiguous in every operand merged, so that the row-major order of the elements is kept.
+template <int N>
+struct Geometry {
+  int ndim = 0;
+  int64_t count = 1;  // elements
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};
+};
+
+template <int N>
+Geometry<N> geometry(const Shape& shape, const std::array<const Strides*, N>& strides) {
+  Geometry<N> g;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    g.count *= shape[d];
+    if (shape[d] == 1) continue;
+    bool merge = g.ndim > 0;
+    for (int k = 0; k < N && merge; ++k) {
+      merge = g.strides[k][g.ndim - 1] == (*strides[k])[d] * shape[d];
+    }
+    if (!merge) {
+      if (g.ndim == kMaxDims) {
+        throw NotImplementedError("the CUDA kernels take views of up to " +
+                                  std::to_string(kMaxDims) + " non-contiguous dimensions");
+      }
+      g.shape[g.ndim++] = 1;
+    }
+    g.shape[g.ndim - 1] *= shape[d];
+    for (int k = 0; k < N; ++k) g.strides[k][g.ndim - 1] = (*strides[k])[d];
+  }
+  return g;
+}
+
+// Each operand's offset of the element with row-major index i.
+template <int N>
+__device__ void offsets_of(const Geometry<N>& g, int64_t i, int64_t (&offsets)[N]) {
+  for (int k = 0; k < N; ++k) offsets[k] = 0;
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    const int64_t index = i % g.shape[d];
+    i /= g.shape[d];
+    for (int k = 0; k < N; ++k) offsets[k] += index * g.strides[k][d];
+  }
+}
+
+template <int N, class Op>
+__global__ void elementwise(Geometry<N> g, Op op) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < g.count;
+       i += step) {
+    int64_t offsets[N];
+    offsets_of(g, i, offsets);
+    op(offsets);
+  }
+}
+
+int64_t blocks_for(int64_t count) {
+  return std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks);
+}
+
+template <int N, class Op>
+void launch(cudaStream_t stream, const Geometry<N>& g, const Op& op, const char* kernel) {
+  if (g.count == 0) return;
+  elementwise<N><<<static_cast<unsigned>(blocks_for(g.count)), kThreads, 0, stream>>>(g, op);
+  check(cudaGetLastError(), std::string("launching the ") + kernel + " kernel");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Element operations, one functor per kernel; operand 0 is the output.
+
+template <class U>
+struct MoveBits {
+  U* y;
+  const U* x;
+  __device__ void operator()(const int64_t (&o)[2]) const { y[o[0]] = x[o[1]]; }
+};
+
+template <class D, class S>
+struct Convert {
+  StorageOf<D>* y;
+  const StorageOf<S>* x;
+  __device__ void operator()(const int64_t (&o)[2]) const {
+    store<D>(y + o[0], convert<D>(load<S>(x + o[1])));
+  }
+};
+
+template <class U>
+struct FillBits {
+  U* y;
+  U bits;
+  __device__ void operator()(const int64_t (&o)[1]) const { y[o[0]] = bits; }
+};
+
+template <class T>
+struct Iota {
+  StorageOf<T>* y;
+  // y is dense and 1-D, so the offset is the index.
+  __device__ void operator()(const int64_t (&o)[1]) const { store<T>(y + o[0], convert<T>(o[0])); }
+};
+
+template <class T>
+struct Unary {
+  UnaryOp op;
+  StorageOf<T>* y;
+  const StorageOf<T>* x;
+  __device__ void operator()(const int64_t (&o)[2]) const {
+    store<T>(y + o[0], apply(load<T>(x + o[1])));
+  }
+  __device__ ComputeOf<T> apply(ComputeOf<T> v) const {
+    using C = ComputeOf<T>;
+    switch (op) {
+      case UnaryOp::kNeg:
+        return wrap_neg(v);
+      case UnaryOp::kAbs:
+        if constexpr (kIsFloat<C>) {
+          return std::fabs(v);
+        } else if constexpr (std::is_signed_v<C>) {
+          return v < 0 ? wrap_neg(v) : v;
+        } else {
+          return v;
+        }
+      case UnaryOp::kSign:
+        return sign(v);
+      case UnaryOp::kSquare:
+        return wrap_mul(v, v);
+      case UnaryOp::kLogicalNot:
+        return C(v == 0);
+      default:
+        break;
+    }
+    if constexpr (kIsFloat<C>) {
+      switch (op) {
+        case UnaryOp::kExp:
+          return std::exp(v);
+        case UnaryOp::kLog:
+          return std::log(v);
+        case UnaryOp::kSqrt:
+          return std::sqrt(v);
+        case UnaryOp::kTanh:
+          return std::tanh(v);
+        case UnaryOp::kFloor:
+          return std::floor(v);
+        case UnaryOp::kCeil:
+          return std::ceil(v);
+        case UnaryOp::kRound:
+          return std::nearbyint(v);
+        case UnaryOp::kErfInv:
+          return erfinv(v);
+        default:
+          break;
+      }
+    }
+    return v;  // not reached: unary_defined() refused the op on the host
+  }
+};
+
+template <class T>
+struct Binary {
+  BinaryOp op;
+  void* y;
+  const StorageOf<T>* a;
+  const StorageOf<T>* b;
+  __device__ void operator()(const int64_t (&o)[3]) const {
+    using C = ComputeOf<T>;
+    const C p = load<T>(a + o[1]);
+    const C q = load<T>(b + o[2]);
+    auto* const flag = static_cast<StorageOf<bool>*>(y) + o[0];
+    switch (op) {
+      case BinaryOp::kEq:
+        return store<bool>(flag, p == q);
+      case BinaryOp::kNe:
+        return store<bool>(flag, p != q);
+      case BinaryOp::kLt:
+        return store<bool>(flag, p < q);
+      case BinaryOp::kLe:
+        return store<bool>(flag, p <= q);
+      case BinaryOp::kGt:
+        return store<bool>(flag, p > q);
+      case BinaryOp::kGe:
+        return store<bool>(flag, p >= q);
+      default:
+        store<T>(static_cast<StorageOf<T>*>(y) + o[0], arith(p, q));
+    }
+  }
+  __device__ ComputeOf<T> arith(ComputeOf<T> p, ComputeOf<T> q) const {
+    using C = ComputeOf<T>;
+    switch (op) {
+      case BinaryOp::kAdd:
+        return wrap_add(p, q);
+      case BinaryOp::kSub:
+        return wrap_sub(p, q);
+      case BinaryOp::kMul:
+        return wrap_mul(p, q);
+      case BinaryOp::kDiv:
+        return trunc_div(p, q);
+      case BinaryOp::kFloorDiv:
+        return py_floordiv(p, q);
+      case BinaryOp::kRem:
+        return py_rem(p, q);
+      case BinaryOp::kPow:
+        return power(p, q);
+      case BinaryOp::kMax:
+        return max_nan(p, q);
+      case BinaryOp::kMin:
+        return min_nan(p, q);
+      default:
+        break;
+    }
+    if constexpr (std::is_integral_v<C>) {
+      switch (op) {
+        case BinaryOp::kAnd:
+          return C(p & q);
+        case BinaryOp::kOr:
+          return C(p | q);
+        case BinaryOp::kXor:
+          return C(p ^ q);
+        default:
+          break;
+      }
+    }
+    return p;  // not reached: binary_defined() refused the op on the host
+  }
+};
+
+template <class U>
+struct Select {
+  U* y;
+  const StorageOf<bool>* cond;
+  const U* a;
+  const U* b;
+  __device__ void operator()(const int64_t (&o)[4]) const {
+    y[o[0]] = cond[o[1]] != 0 ? a[o[2]] : b[o[3]];
+  }
+};
+
+// Loads T, stores its compute type (matmul's packing) ...
+template <class T>
+struct Widen {
+  ComputeOf<T>* y;
+  const StorageOf<T>* x;
+  __device__ void operator()(const int64_t (&o)[2]) const { y[o[0]] = load<T>(x + o[1]); }
+};
+
+// ... and back, rounding once.
+template <class T>
+struct Narrow {
+  StorageOf<T>* y;
+  const ComputeOf<T>* x;
+  __device__ void operator()(const int64_t (&o)[2]) const { store<T>(y + o[0], x[o[1]]); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reductions: thread i folds output element i's range in row-major order.
+
+template <class T, class Fold>
+__global__ void reduce_kernel(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
+                              Fold fold) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < outer.count;
+       i += step) {
+    int64_t base[1];
+    offsets_of(outer, i, base);
+    auto state = fold.init();
+    int64_t index[kMaxDims] = {};
+    int64_t offset = base[0];
+    for (int64_t j = 0; j < inner.count; ++j) {
+      fold.step(state, load<T>(x + offset));
+      for (int d = inner.ndim - 1; d >= 0; --d) {
+        offset += inner.strides[0][d];
+        if (++index[d] < inner.shape[d]) break;
+        offset -= inner.strides[0][d] * inner.shape[d];
+        index[d] = 0;
+      }
+    }
+    fold.finish(i, state);
+  }
+}
+
+template <class T>
+struct PairwiseFold {
+  StorageOf<T>* y;
+  __device__ PairwiseSum<ComputeOf<T>> init() const { return {}; }
+  __device__ void step(PairwiseSum<ComputeOf<T>>& s, ComputeOf<T> v) const { s.add(v); }
+  __device__ void finish(int64_t i, const PairwiseSum<ComputeOf<T>>& s) const {
+    store<T>(y + i, s.result());
+  }
+};
+
+// Folds with a plain accumulator: sum (integers), prod, max, min, any, all.
+template <class T>
+struct ValueFold {
+  ReduceOp op;
+  StorageOf<T>* y;
+  __device__ ComputeOf<T> init() const {
+    using C = ComputeOf<T>;
+    switch (op) {
+      case ReduceOp::kProd:
+      case ReduceOp::kAll:
+        return C{1};
+      case ReduceOp::kMax:
+        return lowest<C>();
+      case ReduceOp::kMin:
+        return highest<C>();
+      default:
+        return C{0};
+    }
+  }
+  __device__ void step(ComputeOf<T>& s, ComputeOf<T> v) const {
+    switch (op) {
+      case ReduceOp::kProd:
+        s = wrap_mul(s, v);
+        return;
+      case ReduceOp::kMax:
+        s = max_nan(s, v);
+        return;
+      case ReduceOp::kMin:
+        s = min_nan(s, v);
+        return;
+      case ReduceOp::kAny:
+        s = s != 0 || v != 0;
+        return;
+      case ReduceOp::kAll:
+        s = s != 0 && v != 0;
+        return;
+      default:
+        s = wrap_add(s, v);
+    }
+  }
+  __device__ void finish(int64_t i, ComputeOf<T> s) const { store<T>(y + i, s); }
+};
+
+template <class T, bool kMax>
+struct ArgFold {
+  int32_t* y;
+  __device__ ArgBest<ComputeOf<T>, kMax> init() const { return {}; }
+  __device__ void step(ArgBest<ComputeOf<T>, kMax>& s, ComputeOf<T> v) const { s.add(v); }
+  __device__ void finish(int64_t i, const ArgBest<ComputeOf<T>, kMax>& s) const {
+    y[i] = static_cast<int32_t>(s.index);
+  }
+};
+
+template <class T, class Fold>
+void launch_reduce(cudaStream_t stream, const Geometry<1>& outer, const Geometry<1>& inner,
+                   const void* x, const Fold& fold) {
+  if (outer.count == 0) return;
+  reduce_kernel<T><<<static_cast<unsigned>(blocks_for(outer.count)), kThreads, 0, stream>>>(
+      outer, inner, static_cast<const StorageOf<T>*>(x), fold);
+  check(cudaGetLastError(), "launching the reduce kernel");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact matmul (integers, bool): thread per output element, k in increasing order as on the CPU.
+
+// A [batch, rows, cols] operand's strides.
+struct Strides3 {
+  int64_t batch, row, col;
+};
+
+template <class T>
+__global__ void loop_matmul_kernel(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                   const StorageOf<T>* a, const Strides3 sa, const StorageOf<T>* b,
+                                   const Strides3 sb, StorageOf<T>* c) {
+  using C = ComputeOf<T>;
+  const int64_t total = batch * m * n;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const int64_t bi = e / (m * n), i = e / n % m, j = e % n;
+    const StorageOf<T>* pa = a + bi * sa.batch + i * sa.row;
+    const StorageOf<T>* pb = b + bi * sb.batch + j * sb.col;
+    C acc{0};
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const C x = load<T>(pa + kk * sa.col), y = load<T>(pb + kk * sb.row);
+      if constexpr (std::is_same_v<T, bool>) {
+        acc |= x & y;
+      } else {
+        acc = wrap_add(acc, wrap_mul(x, y));
+      }
+    }
+    store<T>(c + e, acc);
+  }
+}
+
+// Device memory for the duration of one kernel's work, in stream order.
+class Scratch {
+ public:
+  Scratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
+    check(cudaMallocAsync(&data_, std::max<size_t>(bytes, 1), stream), "cudaMallocAsync (scratch)");
+  }
+  ~Scratch() { cudaFreeAsync(data_, stream_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <class C>
+  C* as() const {
+    return static_cast<C*>(data_);
+  }
+
+ private:
+  cudaStream_t stream_;
+  void* data_ = nullptr;
+};
+
+// c = a @ b per batch through cuBLAS, in row-major terms: cuBLAS is column-major, so it computes
+// c^T = b^T a^T on the same dense buffers.
+void gemm(cublasHandle_t blas, int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
+          const float* b, int64_t b_stride, float* c) {
+  const float one = 1, zero = 0;
+  check(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                                  static_cast<int>(m), static_cast<int>(k), &one, b,
+                                  static_cast<int>(n), b_stride, a, static_cast<int>(k), m * k,
+                                  &zero, c, static_cast<int>(n), m * n, static_cast<int>(batch)),
+        "cublasSgemmStridedBatched");
+}
+void gemm(cublasHandle_t blas, int64_t batch, int64_t m, int64_t n, int64_t k, const double* a,
+          const double* b, int64_t b_stride, double* c) {
+  const double one = 1, zero = 0;
+  check(cublasDgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                                  static_cast<int>(m), static_cast<int>(k), &one, b,
+                                  static_cast<int>(n), b_stride, a, static_cast<int>(k), m * k,
+                                  &zero, c, static_cast<int>(n), m * n, static_cast<int>(batch)),
+        "cublasDgemmStridedBatched");
+}
+
+// Packs a view into a dense buffer of its compute type.
+template <class T>
+void widen(cudaStream_t stream, const ConstView& v, ComputeOf<T>* out) {
+  const Strides dense = dense_strides(v.shape);
+  launch<2>(stream, geometry<2>(v.shape, {&dense, &v.strides}),
+            Widen<T>{out, static_cast<const StorageOf<T>*>(v.data)}, "matmul packing");
+}
+
+template <class T>
+void blas_matmul(cudaStream_t stream, cublasHandle_t blas, const ConstView& a, const ConstView& b,
+                 const MutView& c) {
+  using C = ComputeOf<T>;
+  const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
+  const bool shared_b = b.strides[0] == 0;  // one b for every batch (a broadcast)
+  ConstView b_used = b;
+  if (shared_b) b_used.shape[0] = 1;
+  Scratch pa(stream, sizeof(C) * batch * m * k), pb(stream, sizeof(C) * b_used.shape[0] * k * n);
+  widen<T>(stream, a, pa.as<C>());
+  widen<T>(stream, b_used, pb.as<C>());
+  if constexpr (std::is_same_v<C, StorageOf<T>>) {
+    gemm(blas, batch, m, n, k, pa.as<C>(), pb.as<C>(), shared_b ? 0 : k * n,
+         static_cast<C*>(c.data));
+  } else {
+    Scratch pc(stream, sizeof(C) * batch * m * n);
+    gemm(blas, batch, m, n, k, pa.as<C>(), pb.as<C>(), shared_b ? 0 : k * n, pc.as<C>());
+    const Strides dense = dense_strides(c.shape);
+    launch<2>(stream, geometry<2>(c.shape, {&dense, &dense}),
+              Narrow<T>{static_cast<StorageOf<T>*>(c.data), pc.as<C>()}, "matmul rounding");
+  }
+}
+
+// Calls f with the unsigned type of dt's size, for kernels that only move bits.
+template <class F>
+void dispatch_bits(DType dt, F&& f) {
+  const auto size = static_cast<size_t>(itemsize(dt));
+  const auto fits = [size]<class U>(std::type_identity<U>) { return sizeof(U) == size; };
+  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
+}
+
+bool unary_defined(UnaryOp op, DType dt) {
+  switch (op) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kAbs:
+    case UnaryOp::kSign:
+    case UnaryOp::kSquare:
+      return true;
+    case UnaryOp::kLogicalNot:
+      return dt == DType::kBool;
+    default:
+      return is_floating(dt);
+  }
+}
+
+bool binary_defined(BinaryOp op, DType dt) {
+  const bool bitwise = op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+  return !bitwise || !is_floating(dt);
+}
+
+[[noreturn]] void unsupported(const char* kernel, int op, DType dt) {
+  throw TypeError(std::string("cuda kernels: ") + kernel + " op " + std::to_string(op) +
+                  " is not defined for " + std::string(dtype_name(dt)));
+}
+
+}  // namespace
+
+void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
+  const Geometry<2> g = geometry<2>(dst.shape, {&dst.strides, &src.strides});
+  if (src.dtype == dst.dtype) {
+    // Moves bits, so NaN payloads and float16 patterns survive unchanged.
+    return dispatch_bits(dst.dtype, [&]<class U>(std::type_identity<U>) {
+      launch<2>(stream_, g, MoveBits<U>{static_cast<U*>(dst.data), static_cast<const U*>(src.data)},
+                "copy");
+    });
+  }
+  dispatch(src.dtype, [&]<class S>(std::type_identity<S>) {
+    dispatch(dst.dtype, [&]<class D>(std::type_identity<D>) {
+      launch<2>(stream_, g,
+                Convert<D, S>{static_cast<StorageOf<D>*>(dst.data),
+                              static_cast<const StorageOf<S>*>(src.data)},
+                "convert");
+    });
+  });
+}
+
+void CudaKernels::fill(const MutView& dst, Scalar value) const {
+  dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
+    // The value is converted on the host by the same rule as on the CPU, then its bits are
+    // written.
+    StorageOf<T> bits{};
+    store<T>(&bits, std::visit([](auto v) { return convert<T>(+v); }, value));
+    launch<1>(stream_, geometry<1>(dst.shape, {&dst.strides}),
+              FillBits<StorageOf<T>>{static_cast<StorageOf<T>*>(dst.data), bits}, "fill");
+  });
+}
+
+void CudaKernels::iota(const MutView& dst) const {
+  dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
+    launch<1>(stream_, geometry<1>(dst.shape, {&dst.strides}),
+              Iota<T>{static_cast<StorageOf<T>*>(dst.data)}, "iota");
+  });
+}
+
+void CudaKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
+  if (!unary_defined(op, x.dtype)) unsupported("unary", static_cast<int>(op), x.dtype);
+  dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
+    launch<2>(
+        stream_, geometry<2>(y.shape, {&y.strides, &x.strides}),
+        Unary<T>{op, static_cast<StorageOf<T>*>(y.data), static_cast<const StorageOf<T>*>(x.data)},
+        "unary");
+  });
+}
+
+void CudaKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
+                         const MutView& y) const {
+  if (!binary_defined(op, a.dtype)) unsupported("binary", static_cast<int>(op), a.dtype);
+  dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
+    launch<3>(stream_, geometry<3>(y.shape, {&y.strides, &a.strides, &b.strides}),
+              Binary<T>{op, y.data, static_cast<const StorageOf<T>*>(a.data),
+                        static_cast<const StorageOf<T>*>(b.data)},
+              "binary");
+  });
+}
+
+void CudaKernels::select(const ConstView& cond, const ConstView& a, const ConstView& b,
+                         const MutView& y) const {
+  dispatch_bits(y.dtype, [&]<class U>(std::type_identity<U>) {
+    launch<4>(stream_, geometry<4>(y.shape, {&y.strides, &cond.strides, &a.strides, &b.strides}),
+              Select<U>{static_cast<U*>(y.data), static_cast<const StorageOf<bool>*>(cond.data),
+                        static_cast<const U*>(a.data), static_cast<const U*>(b.data)},
+              "select");
+  });
+}
+
+void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const {
+  const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
+  const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
+  const Shape inner_shape(x.shape.begin() + split, x.shape.end());
+  const Strides outer_strides(x.strides.begin(), x.strides.begin() + split);
+  const Strides inner_strides(x.strides.begin() + split, x.strides.end());
+  const Geometry<1> outer = geometry<1>(outer_shape, {&outer_strides});
+  const Geometry<1> inner = geometry<1>(inner_shape, {&inner_strides});
+  dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
+    using C = ComputeOf<T>;
+    auto* const out = static_cast<StorageOf<T>*>(y.data);
+    switch (op) {
+      case ReduceOp::kArgMax:
+        return launch_reduce<T>(stream_, outer, inner, x.data,
+                                ArgFold<T, true>{static_cast<int32_t*>(y.data)});
+      case ReduceOp::kArgMin:
+        return launch_reduce<T>(stream_, outer, inner, x.data,
+                                ArgFold<T, false>{static_cast<int32_t*>(y.data)});
+      case ReduceOp::kSum:
+        if constexpr (kIsFloat<C>) {
+          return launch_reduce<T>(stream_, outer, inner, x.data, PairwiseFold<T>{out});
+        }
+        [[fallthrough]];
+      default:
+        return launch_reduce<T>(stream_, outer, inner, x.data, ValueFold<T>{op, out});
+    }
+  });
+}
+
+void CudaKernels::matmul(const ConstView& a, const ConstView& b, const MutView& c) const {
+  dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
+    const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
+    if constexpr (kIsFloat<ComputeOf<T>>) {
+      const int64_t limit = std::numeric_limits<int>::max();
+      if (m <= limit && n <= limit && k <= limit && batch <= limit) {
+        return blas_matmul<T>(stream_, blas_, a, b, c);
+      }
+    }
+    const int64_t total = batch * m * n;
+    if (total == 0) return;
+    loop_matmul_kernel<T><<<static_cast<unsigned>(blocks_for(total)), kThreads, 0, stream_>>>(
+        batch, m, n, k, static_cast<const StorageOf<T>*>(a.data),
+        Strides3{a.strides[0], a.strides[1], a.strides[2]},
+        static_cast<const StorageOf<T>*>(b.data),
+        Strides3{b.strides[0], b.strides[1], b.strides[2]}, static_cast<StorageOf<T>*>(c.data));
+    check(cudaGetLastError(), "launching the matmul kernel");
+  });
+}
+
+}  // namespace spmd::internal::cuda

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to the CUDA backend: the op kernels of backend/kernels.h over device memory of one GPU,
+// enqueued on one stream (one spmd device's), computing the CPU backend's bits through the shared
+// element rules (backend/element_ops.h). Where the bits may differ from the CPU backend: exp,
+// log, tanh, pow and erf-based erfinv on floats come from CUDA's math library (last-place
+// differences), and float matmul is cuBLAS's gemm (its own summation order, fixed per library
+// version and GPU; full float32, never TF32). Everything else (conversions, integer arithmetic,
+// comparisons, select, floor/ceil/round, sqrt, division, reductions in the CPU's pairwise order,
+// integer and bool matmul) is bit-exact.
+//
+//   CudaKernels kernels(stream, handle);
+//   kernels.binary(BinaryOp::kAdd, a, b, y);  // enqueued on `stream`; a, b, y in device memory
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backend/kernels.h"
+
+namespace spmd::internal::cuda {
+
+class CudaKernels final : public Kernels {
+ public:
+  // Every kernel runs on `stream`; float matmul through `blas`, bound to the same stream. The
+  // caller keeps both alive and has made the views' GPU current.
+  CudaKernels(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+
+  void copy(const ConstView& src, const MutView& dst) const override;
+  void fill(const MutView& dst, Scalar value) const override;
+  void iota(const MutView& dst) const override;
+  void unary(UnaryOp op, const ConstView& x, const MutView& y) const override;
+  void binary(BinaryOp op, const ConstView& a, const ConstView& b, const MutView& y) const override;
+  void select(const ConstView& cond, const ConstView& a, const ConstView& b,
+              const MutView& y) const override;
+  void reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const override;
+  void matmul(const ConstView& a, const ConstView& b, const MutView& c) const override;
+
+ private:
+  cudaStream_t stream_;
+  cublasHandle_t blas_;
+};
+
+}  // namespace spmd::internal::cuda

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA kernels against the CPU kernels: every op of backend/kernels.h over every dtype, on
+// dense, broadcast (0-stride), transposed and negative-stride views, with inputs that include the
+// edge values (NaN, +-inf, -0.0, integer extremes, zero divisors). Outputs must be the CPU's bits
+// except where cuda_kernels.h says CUDA's math library or cuBLAS decides them: there the test
+// allows 2 ulp (math functions) or a relative 1e-5 (f32 matmul; halves compare after rounding).
+// Without a GPU every test reports itself skipped with the CUDA runtime's reason.
+#include "cuda/cuda_kernels.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/registry.h"
+#include "cuda/cuda_check.h"
+#include "spmd/dtype.h"
+
+namespace spmd::internal::cuda {
+namespace {
+
+constexpr DType kAll[] = {DType::kBool,    DType::kInt32,    DType::kInt64,   DType::kUInt32,
+                          DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
+
+// Why there is no GPU to test on, or "" when there is one.
+std::string no_gpu_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    return std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorName(status) + ": " +
+           cudaGetErrorString(status);
+  }
+  return count == 0 ? "no CUDA device: cudaGetDeviceCount found 0" : "";
+}
+
+// Host bytes of `count` elements of dt: edge values first (unless `edges` is false), then seeded
+// random multiples of 1/8 in [-100, 100].
+std::vector<char> sample(DType dt, int64_t count, unsigned seed, bool edges_first = true) {
+  std::vector<char> bytes(static_cast<size_t>(count * itemsize(dt)));
+  std::mt19937_64 rng(seed);
+  const Kernels& cpu = backend_for(Platform::kCpu).kernels();
+  const double edges[] = {0.0,
+                          -0.0,
+                          1.0,
+                          -1.0,
+                          2.5,
+                          -3.5,
+                          1e30,
+                          -1e30,
+                          std::numeric_limits<double>::infinity(),
+                          -std::numeric_limits<double>::infinity(),
+                          std::numeric_limits<double>::quiet_NaN(),
+                          65504.0,
+                          7.0,
+                          -7.0};
+  std::vector<double> values(static_cast<size_t>(count));
+  std::uniform_real_distribution<double> uniform(-100, 100);
+  for (int64_t i = 0; i < count; ++i) {
+    const bool edge = edges_first && i < static_cast<int64_t>(std::size(edges));
+    values[i] = edge ? edges[i] : std::round(uniform(rng) * 8) / 8;
+  }
+  // Converted by the CPU kernels, whose rules the CUDA ones share.
+  cpu.copy(ConstView{values.data(), DType::kFloat64, {count}, {1}},
+           MutView{bytes.data(), dt, {count}, {1}});
+  return bytes;
+}
+
+// A device copy of host bytes, freed with the object.
+class DeviceBytes {
+ public:
+  explicit DeviceBytes(const std::vector<char>& host) : size_(host.size()) {
+    check(cudaMalloc(&data_, std::max<size_t>(size_, 1)), "cudaMalloc");
+    check(cudaMemcpy(data_, host.data(), size_, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  ~DeviceBytes() { cudaFree(data_); }
+  std::vector<char> host() const {
+    std::vector<char> out(size_);
+    check(cudaMemcpy(out.data(), data_, size_, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return out;
+  }
+  void* data() const { return data_; }
+
+ private:
+  size_t size_;
+  void* data_ = nullptr;
+};
+
+class CudaKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string reason = no_gpu_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
+    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    check(cublasCreate(&blas_), "cublasCreate");
+    check(cublasSetStream(blas_, stream_), "cublasSetStream");
+  }
+  void TearDown() override {
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+ public:
+  const Kernels& cpu() const { return backend_for(Platform::kCpu).kernels(); }
+  CudaKernels gpu() const { return CudaKernels(stream_, blas_); }
+  void sync() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+};
+
+// Runs `run(kernels, inputs..., output)` on both backends over the same input bytes and returns
+// {cpu output, gpu output}.
+template <class Run>
+std::pair<std::vector<char>, std::vector<char>> both(const CudaKernelsTest& t,
+                                                     const std::vector<std::vector<char>>& inputs,
+                                                     size_t out_bytes, Run run) {
+  std::vector<char> cpu_out(out_bytes, 0x5a);
+  std::vector<const void*> cpu_in;
+  for (const auto& v : inputs) cpu_in.push_back(v.data());
+  run(t.cpu(), cpu_in, cpu_out.data());
+  std::vector<std::unique_ptr<DeviceBytes>> dev;
+  std::vector<const void*> gpu_in;
+  for (const auto& v : inputs) {
+    dev.push_back(std::make_unique<DeviceBytes>(v));
+    gpu_in.push_back(dev.back()->data());
+  }
+  DeviceBytes gpu_out(std::vector<char>(out_bytes, 0x5a));
+  const CudaKernels kernels = t.gpu();
+  run(kernels, gpu_in, gpu_out.data());
+  t.sync();
+  return {cpu_out, gpu_out.host()};
+}
+
+TEST_F(CudaKernelsTest, CopyConvertsEveryPairLikeTheCpuThroughTransposedViews) {
+  for (DType from : kAll) {
+    for (DType to : kAll) {
+      // A [3, 5] view read transposed as [5, 3].
+      auto [c, g] =
+          both(*this, {sample(from, 15, 1)}, 15 * itemsize(to),
+               [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                 k.copy(ConstView{in[0], from, {5, 3}, {1, 5}}, MutView{out, to, {5, 3}, {3, 1}});
+               });
+      EXPECT_EQ(c, g) << dtype_name(from) << " -> " << dtype_name(to);
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, FillAndIotaWriteTheCpuBits) {
+  for (DType dt : kAll) {
+    for (Scalar value : {Scalar{true}, Scalar{int64_t{-7}}, Scalar{1e40}, Scalar{-2.5}}) {
+      auto [c, g] = both(*this, {}, 12 * itemsize(dt),
+                         [&](const Kernels& k, const std::vector<const void*>&, void* out) {
+                           k.fill(MutView{out, dt, {3, 2}, {4, 2}}, value);  // strided
+                         });
+      EXPECT_EQ(c, g) << dtype_name(dt);
+    }
+    auto [c, g] = both(*this, {}, 300 * itemsize(dt),
+                       [&](const Kernels& k, const std::vector<const void*>&, void* out) {
+                         k.iota(MutView{out, dt, {300}, {1}});
+                       });
+    EXPECT_EQ(c, g) << dtype_name(dt);
+  }
+}
+
+// Whether two float outputs agree to `ulps` units in the last place (NaN with NaN).
+template <class F, class U>
+bool close_ulps(const std::vector<char>& a, const std::vector<char>& b, int ulps) {
+  for (size_t i = 0; i + sizeof(F) <= a.size(); i += sizeof(F)) {
+    F x, y;
+    std::memcpy(&x, a.data() + i, sizeof(F));
+    std::memcpy(&y, b.data() + i, sizeof(F));
+    if (std::isnan(x) && std::isnan(y)) continue;
+    U ux, uy;
+    std::memcpy(&ux, &x, sizeof(F));
+    std::memcpy(&uy, &y, sizeof(F));
+    const U diff = ux > uy ? ux - uy : uy - ux;
+    if ((std::signbit(x) != std::signbit(y) && x != y) || diff > static_cast<U>(ulps)) return false;
+  }
+  return true;
+}
+
+TEST_F(CudaKernelsTest, UnaryOpsMatchTheCpu) {
+  const UnaryOp exact[] = {UnaryOp::kNeg,   UnaryOp::kAbs,  UnaryOp::kSign,  UnaryOp::kSquare,
+                           UnaryOp::kFloor, UnaryOp::kCeil, UnaryOp::kRound, UnaryOp::kSqrt};
+  const UnaryOp library[] = {UnaryOp::kExp, UnaryOp::kLog, UnaryOp::kTanh, UnaryOp::kErfInv};
+  for (DType dt : kAll) {
+    const std::vector<char> x = sample(dt, 64, 2);
+    auto run_op = [&](UnaryOp op) {
+      return both(
+          *this, {x}, 64 * itemsize(dt),
+          [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+            // Read backwards (negative stride) from the last element.
+            k.unary(op,
+                    ConstView{static_cast<const char*>(in[0]) + 63 * itemsize(dt), dt, {64}, {-1}},
+                    MutView{out, dt, {64}, {1}});
+          });
+    };
+    for (UnaryOp op : exact) {
+      const bool defined = is_floating(dt) || op == UnaryOp::kNeg || op == UnaryOp::kAbs ||
+                           op == UnaryOp::kSign || op == UnaryOp::kSquare;
+      if (!defined) continue;
+      auto [c, g] = run_op(op);
+      EXPECT_EQ(c, g) << dtype_name(dt) << " op " << static_cast<int>(op);
+    }
+    if (dt == DType::kFloat32) {
+      for (UnaryOp op : library) {
+        auto [c, g] = run_op(op);
+        EXPECT_TRUE((close_ulps<float, uint32_t>(c, g, 2))) << "op " << static_cast<int>(op);
+      }
+    }
+    if (dt == DType::kFloat64) {
+      for (UnaryOp op : library) {
+        auto [c, g] = run_op(op);
+        EXPECT_TRUE((close_ulps<double, uint64_t>(c, g, 2))) << "op " << static_cast<int>(op);
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, BinaryOpsMatchTheCpuWithBroadcasting) {
+  const BinaryOp ops[] = {BinaryOp::kAdd,      BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv,
+                          BinaryOp::kFloorDiv, BinaryOp::kRem, BinaryOp::kMax, BinaryOp::kMin,
+                          BinaryOp::kAnd,      BinaryOp::kOr,  BinaryOp::kXor, BinaryOp::kEq,
+                          BinaryOp::kNe,       BinaryOp::kLt,  BinaryOp::kLe,  BinaryOp::kGt,
+                          BinaryOp::kGe,       BinaryOp::kPow};
+  for (DType dt : kAll) {
+    const std::vector<char> a = sample(dt, 16 * 14, 3), b = sample(dt, 14, 4);
+    for (BinaryOp op : ops) {
+      const bool bitwise = op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+      if (bitwise && is_floating(dt)) continue;
+      const bool compare = op >= BinaryOp::kEq;
+      const DType out_dt = compare ? DType::kBool : dt;
+      // a is [16, 14]; b is one row broadcast over the 16 rows (stride 0).
+      auto [c, g] = both(*this, {a, b}, 16 * 14 * itemsize(out_dt),
+                         [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                           k.binary(op, ConstView{in[0], dt, {16, 14}, {14, 1}},
+                                    ConstView{in[1], dt, {16, 14}, {0, 1}},
+                                    MutView{out, out_dt, {16, 14}, {14, 1}});
+                         });
+      if (op == BinaryOp::kPow && is_floating(dt)) {
+        if (dt == DType::kFloat64) {
+          EXPECT_TRUE((close_ulps<double, uint64_t>(c, g, 2)));
+        } else if (dt == DType::kFloat32) {
+          EXPECT_TRUE((close_ulps<float, uint32_t>(c, g, 2)));
+        }
+        continue;
+      }
+      EXPECT_EQ(c, g) << dtype_name(dt) << " op " << static_cast<int>(op);
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, SelectMovesTheChosenBits) {
+  for (DType dt : kAll) {
+    auto [c, g] = both(
+        *this, {sample(DType::kBool, 40, 5), sample(dt, 40, 6), sample(dt, 1, 7)},
+        40 * itemsize(dt), [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+          k.select(ConstView{in[0], DType::kBool, {40}, {1}}, ConstView{in[1], dt, {40}, {1}},
+                   ConstView{in[2], dt, {40}, {0}}, MutView{out, dt, {40}, {1}});
+        });
+    EXPECT_EQ(c, g) << dtype_name(dt);
+  }
+}
+
+TEST_F(CudaKernelsTest, ReductionsFoldInTheCpuOrder) {
+  const ReduceOp ops[] = {ReduceOp::kSum,    ReduceOp::kProd,   ReduceOp::kMax, ReduceOp::kMin,
+                          ReduceOp::kArgMax, ReduceOp::kArgMin, ReduceOp::kAny, ReduceOp::kAll};
+  for (DType dt : kAll) {
+    // [6, 50, 7] read with the last two axes swapped, reduced over 1 or 2 trailing axes; 350
+    // elements per row take the pairwise sum past several blocks.
+    const std::vector<char> x = sample(dt, 6 * 50 * 7, 8);
+    for (ReduceOp op : ops) {
+      const bool boolean = op == ReduceOp::kAny || op == ReduceOp::kAll;
+      if (boolean != (dt == DType::kBool)) continue;
+      for (int reduced : {1, 2}) {
+        const DType out_dt =
+            op == ReduceOp::kArgMax || op == ReduceOp::kArgMin ? DType::kInt32 : dt;
+        const int64_t outputs = reduced == 1 ? 6 * 7 : 6;
+        auto [c, g] = both(*this, {x}, outputs * itemsize(out_dt),
+                           [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                             k.reduce(op, ConstView{in[0], dt, {6, 7, 50}, {350, 1, 7}}, reduced,
+                                      MutView{out, out_dt, reduced == 1 ? Shape{6, 7} : Shape{6},
+                                              reduced == 1 ? Strides{7, 1} : Strides{1}});
+                           });
+        EXPECT_EQ(c, g) << dtype_name(dt) << " op " << static_cast<int>(op) << " over " << reduced;
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, MatmulIsExactForIntegersAndCloseForFloats) {
+  for (DType dt : kAll) {
+    // [2, 9, 33] @ [33, 5] with b broadcast over the batch and read transposed.
+    const std::vector<char> a = sample(dt, 2 * 9 * 33, 9, false), b = sample(dt, 33 * 5, 10, false);
+    auto [c, g] = both(*this, {a, b}, 2 * 9 * 5 * itemsize(dt),
+                       [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                         k.matmul(ConstView{in[0], dt, {2, 9, 33}, {297, 33, 1}},
+                                  ConstView{in[1], dt, {2, 33, 5}, {0, 1, 33}},
+                                  MutView{out, dt, {2, 9, 5}, {45, 5, 1}});
+                       });
+    if (!is_floating(dt)) {
+      EXPECT_EQ(c, g) << dtype_name(dt);
+      continue;
+    }
+    // Compare in float64, as the CPU kernels convert.
+    std::vector<double> cv(90), gv(90);
+    backend_for(Platform::kCpu)
+        .kernels()
+        .copy(ConstView{c.data(), dt, {90}, {1}}, MutView{cv.data(), DType::kFloat64, {90}, {1}});
+    backend_for(Platform::kCpu)
+        .kernels()
+        .copy(ConstView{g.data(), dt, {90}, {1}}, MutView{gv.data(), DType::kFloat64, {90}, {1}});
+    const double tolerance = dt == DType::kFloat64 ? 1e-12 : dt == DType::kFloat32 ? 1e-5 : 1e-2;
+    for (int i = 0; i < 90; ++i) {
+      EXPECT_NEAR(cv[i], gv[i], tolerance * std::max(1.0, std::fabs(cv[i])))
+          << dtype_name(dt) << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace spmd::internal::cuda
