@@ -113,7 +113,10 @@ bool is_local(const Array& a, const Device& reader) {
   return impl.shards.size() == 1 && aliasable(impl.shards[0].device, reader);
 }
 
-const Kernels& kernels() { return backend_for(current_device()).kernels(); }
+const Kernels& kernels() {
+  const Device device = current_device();
+  return backend_for(device).kernels(device);
+}
 
 ConstView const_view(const Array& a) {
   const ShardData& s = single_shard(a);

@@ -698,9 +698,13 @@ Array copy(const Array& x) {
 
 bool array_equal(const Array& a, const Array& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Array la = local(a), lb = local(b);
-  size_t bytes = static_cast<size_t>(a.size() * itemsize(a.dtype()));
-  return bytes == 0 || std::memcmp(const_view(la).data, const_view(lb).data, bytes) == 0;
+  // Compared on the host: device memory need not be host-readable (CUDA).
+  const auto bytes = static_cast<size_t>(a.size() * itemsize(a.dtype()));
+  if (bytes == 0) return true;
+  std::vector<char> ha(bytes), hb(bytes);
+  internal::read_host(a, a.dtype(), ha.data());
+  internal::read_host(b, b.dtype(), hb.data());
+  return std::memcmp(ha.data(), hb.data(), bytes) == 0;
 }
 
 }  // namespace spmd

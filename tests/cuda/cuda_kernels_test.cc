@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA kernels against the CPU kernels: every op of backend/kernels.h over every dtype, on
+// The CUDA kernels, reached through the backend registry like any backend's, against the CPU
+// kernels: every op of backend/kernels.h over every dtype, on
 // dense, broadcast (0-stride), transposed and negative-stride views, with inputs that include the
 // edge values (NaN, +-inf, -0.0, integer extremes, zero divisors). Outputs must be the CPU's bits
 // except where cuda_kernels.h says CUDA's math library or cuBLAS decides them: there the test
 // allows 2 ulp (math functions) or a relative 1e-5 (f32 matmul; halves compare after rounding).
 // Without a GPU every test reports itself skipped with the CUDA runtime's reason.
-#include "cuda/cuda_kernels.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "backend/registry.h"
-#include "cuda/cuda_check.h"
 #include "spmd/dtype.h"
 
 namespace spmd::internal::cuda {
@@ -43,7 +42,7 @@ std::string no_gpu_reason() {
 std::vector<char> sample(DType dt, int64_t count, unsigned seed, bool edges_first = true) {
   std::vector<char> bytes(static_cast<size_t>(count * itemsize(dt)));
   std::mt19937_64 rng(seed);
-  const Kernels& cpu = backend_for(Platform::kCpu).kernels();
+  const Kernels& cpu = backend_for(Platform::kCpu).kernels(Device{});
   const double edges[] = {0.0,
                           -0.0,
                           1.0,
@@ -70,24 +69,26 @@ std::vector<char> sample(DType dt, int64_t count, unsigned seed, bool edges_firs
   return bytes;
 }
 
-// A device copy of host bytes, freed with the object.
+const Device kGpu{0, Platform::kCuda, 0};
+
+// A copy of host bytes in cuda:0's memory, freed with the object.
 class DeviceBytes {
  public:
-  explicit DeviceBytes(const std::vector<char>& host) : size_(host.size()) {
-    check(cudaMalloc(&data_, std::max<size_t>(size_, 1)), "cudaMalloc");
-    check(cudaMemcpy(data_, host.data(), size_, cudaMemcpyHostToDevice), "cudaMemcpy");
+  explicit DeviceBytes(const std::vector<char>& host)
+      : size_(host.size()), data_(backend_for(kGpu).allocate(kGpu, size_)) {
+    backend_for(kGpu).from_host(kGpu, host.data(), data_, size_);
   }
-  ~DeviceBytes() { cudaFree(data_); }
+  ~DeviceBytes() { backend_for(kGpu).deallocate(kGpu, data_, size_); }
   std::vector<char> host() const {
     std::vector<char> out(size_);
-    check(cudaMemcpy(out.data(), data_, size_, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    backend_for(kGpu).to_host(kGpu, data_, out.data(), size_);  // waits for the kernels
     return out;
   }
   void* data() const { return data_; }
 
  private:
   size_t size_;
-  void* data_ = nullptr;
+  void* data_;
 };
 
 class CudaKernelsTest : public ::testing::Test {
@@ -95,23 +96,11 @@ class CudaKernelsTest : public ::testing::Test {
   void SetUp() override {
     const std::string reason = no_gpu_reason();
     if (!reason.empty()) GTEST_SKIP() << reason;
-    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    check(cublasCreate(&blas_), "cublasCreate");
-    check(cublasSetStream(blas_, stream_), "cublasSetStream");
-  }
-  void TearDown() override {
-    if (blas_ != nullptr) cublasDestroy(blas_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
  public:
-  const Kernels& cpu() const { return backend_for(Platform::kCpu).kernels(); }
-  CudaKernels gpu() const { return CudaKernels(stream_, blas_); }
-  void sync() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
-
- private:
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t blas_ = nullptr;
+  const Kernels& cpu() const { return backend_for(Platform::kCpu).kernels(Device{}); }
+  const Kernels& gpu() const { return backend_for(kGpu).kernels(kGpu); }
 };
 
 // Runs `run(kernels, inputs..., output)` on both backends over the same input bytes and returns
@@ -131,9 +120,7 @@ std::pair<std::vector<char>, std::vector<char>> both(const CudaKernelsTest& t,
     gpu_in.push_back(dev.back()->data());
   }
   DeviceBytes gpu_out(std::vector<char>(out_bytes, 0x5a));
-  const CudaKernels kernels = t.gpu();
-  run(kernels, gpu_in, gpu_out.data());
-  t.sync();
+  run(t.gpu(), gpu_in, gpu_out.data());
   return {cpu_out, gpu_out.host()};
 }
 
@@ -311,10 +298,10 @@ TEST_F(CudaKernelsTest, MatmulIsExactForIntegersAndCloseForFloats) {
     // Compare in float64, as the CPU kernels convert.
     std::vector<double> cv(90), gv(90);
     backend_for(Platform::kCpu)
-        .kernels()
+        .kernels(Device{})
         .copy(ConstView{c.data(), dt, {90}, {1}}, MutView{cv.data(), DType::kFloat64, {90}, {1}});
     backend_for(Platform::kCpu)
-        .kernels()
+        .kernels(Device{})
         .copy(ConstView{g.data(), dt, {90}, {1}}, MutView{gv.data(), DType::kFloat64, {90}, {1}});
     const double tolerance = dt == DType::kFloat64 ? 1e-12 : dt == DType::kFloat32 ? 1e-5 : 1e-2;
     for (int i = 0; i < 90; ++i) {

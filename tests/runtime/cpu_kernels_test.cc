@@ -32,7 +32,7 @@ constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 constexpr uint32_t kU32Max = std::numeric_limits<uint32_t>::max();
 
-const Kernels& kernels() { return backend_for(Platform::kCpu).kernels(); }
+const Kernels& kernels() { return backend_for(Platform::kCpu).kernels(Device{}); }
 
 // Test buffers hold bool arrays as bytes (so a stray non-0/1 byte can be planted) and float16 /
 // bfloat16 as their structs.

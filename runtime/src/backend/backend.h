@@ -170,6 +170,9 @@ class Backend {
   virtual Platform platform() const = 0;
   // How many devices the platform has in this process (0: the platform is absent).
   virtual int device_count() const = 0;
+  // Why device_count() is 0 ("cudaGetDeviceCount: cudaErrorNoDevice: no CUDA-capable device is
+  // detected"), for the error of a platforms setting that asks for it; "" when nothing is known.
+  virtual std::string absent_reason() const { return ""; }
 
   // Memory for `bytes` bytes on `device`, 64-byte aligned. Never null for bytes > 0. When the
   // memory is not available, throws ResourceExhausted saying why, or std::bad_alloc (which Buffer
@@ -189,7 +192,9 @@ class Backend {
   virtual void copy(const Device& from, const ConstView& src, const Device& to,
                     const MutView& dst) const = 0;
 
-  virtual const Kernels& kernels() const = 0;
+  // The op kernels for work on `device` (a backend with streams returns kernels bound to the
+  // device's stream).
+  virtual const Kernels& kernels(const Device& device) const = 0;
 
   // The handle of rank `rank` on a communicator over `members` (ordered devices of this
   // backend). Called once per rank, on that rank's device thread; the ranks of one communicator

@@ -76,10 +76,11 @@ InUse select_named(std::vector<BackendRegistration>& all, const std::string& lis
     }
     std::unique_ptr<Backend> backend = it->create();
     if (backend->device_count() == 0) {
+      const std::string reason = backend->absent_reason();
       throw ValueError(fmt::format(
           "platforms='{}' (InitOptions::platforms or SPMD_PLATFORMS) asks for '{}', but it has no "
-          "devices in this process. Leave it out of the list to run on the others.",
-          list, name));
+          "devices in this process{}. Leave it out of the list to run on the others.",
+          list, name, reason.empty() ? "" : " (" + reason + ")"));
     }
     in_use.platforms.push_back(it->platform);
     made.push_back(std::move(backend));

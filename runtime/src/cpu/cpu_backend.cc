@@ -100,7 +100,7 @@ class CpuBackend final : public Backend {
   void copy(const Device&, const ConstView& src, const Device&, const MutView& dst) const override {
     cpu_kernels().copy(src, dst);
   }
-  const Kernels& kernels() const override { return cpu_kernels(); }
+  const Kernels& kernels(const Device&) const override { return cpu_kernels(); }
   std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members, int rank,
                                                   Rendezvous& rendezvous, Cancel&) override {
     const int size = static_cast<int>(members.size());

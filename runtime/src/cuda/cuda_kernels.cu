@@ -512,7 +512,64 @@ bool binary_defined(BinaryOp op, DType dt) {
                   " is not defined for " + std::string(dtype_name(dt)));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Collectives among devices of one GPU.
+
+struct MemberInputs {
+  const void* in[kMaxFoldMembers];
+};
+
+template <class T, class Rule>
+__global__ void fold_members_kernel(MemberInputs ins, int n, StorageOf<T>* out, int64_t outer,
+                                    int64_t inner, int64_t in_stride, int64_t in_offset) {
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const int64_t at = e / inner * in_stride + in_offset + e % inner;
+    ComputeOf<T> acc = load<T>(static_cast<const StorageOf<T>*>(ins.in[0]) + at);
+    for (int q = 1; q < n; ++q) {
+      acc = Rule::apply(acc, load<T>(static_cast<const StorageOf<T>*>(ins.in[q]) + at));
+    }
+    store<T>(out + e, acc);
+  }
+}
+
+template <class Rule>
+void fold_with(cudaStream_t stream, DType dtype, const MemberInputs& ins, int n, void* out,
+               int64_t outer, int64_t inner, int64_t in_stride, int64_t in_offset) {
+  dispatch(dtype, [&]<class T>(std::type_identity<T>) {
+    fold_members_kernel<T, Rule>
+        <<<static_cast<unsigned>(blocks_for(outer * inner)), kThreads, 0, stream>>>(
+            ins, n, static_cast<StorageOf<T>*>(out), outer, inner, in_stride, in_offset);
+  });
+}
+
 }  // namespace
+
+void fold_members(cudaStream_t stream, ReduceKind op, DType dtype, const void* const* ins, int n,
+                  void* out, int64_t outer, int64_t inner, int64_t in_stride, int64_t in_offset) {
+  if (n < 1 || n > kMaxFoldMembers) {
+    throw NotImplementedError("a collective among " + std::to_string(n) +
+                              " devices of one GPU (at most " + std::to_string(kMaxFoldMembers) +
+                              ")");
+  }
+  if (outer * inner == 0) return;
+  MemberInputs table{};
+  for (int q = 0; q < n; ++q) table.in[q] = ins[q];
+  switch (op) {
+    case ReduceKind::kSum:
+      fold_with<SumRule>(stream, dtype, table, n, out, outer, inner, in_stride, in_offset);
+      break;
+    case ReduceKind::kMax:
+      fold_with<MaxRule>(stream, dtype, table, n, out, outer, inner, in_stride, in_offset);
+      break;
+    case ReduceKind::kMin:
+      fold_with<MinRule>(stream, dtype, table, n, out, outer, inner, in_stride, in_offset);
+      break;
+  }
+  check(cudaGetLastError(), "launching the collective reduction kernel");
+}
 
 void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
   const Geometry<2> g = geometry<2>(dst.shape, {&dst.strides, &src.strides});

@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/backend.h"
 #include "backend/kernels.h"
 
 namespace spmd::internal::cuda {
@@ -39,5 +40,15 @@ class CudaKernels final : public Kernels {
   cudaStream_t stream_;
   cublasHandle_t blas_;
 };
+
+// The most members one fold_members() call combines.
+inline constexpr int kMaxFoldMembers = 64;
+
+// out[o * inner + i] = op over the members q = 0..n-1, in that order, of
+// ins[q][o * in_stride + in_offset + i] (elements of dtype), combined as the CPU communicators
+// combine them (backend/element_rules.h), so that sums match theirs bit for bit. Enqueued on
+// `stream`; every ins[q] and out are device memory of the stream's GPU; n <= kMaxFoldMembers.
+void fold_members(cudaStream_t stream, ReduceKind op, DType dtype, const void* const* ins, int n,
+                  void* out, int64_t outer, int64_t inner, int64_t in_stride, int64_t in_offset);
 
 }  // namespace spmd::internal::cuda

@@ -219,11 +219,12 @@ class TestBackend final : public internal::Backend {
   void from_host(const Device&, const void* src, void* dst, size_t bytes) const override {
     if (bytes) std::memcpy(dst, src, bytes);
   }
-  void copy(const Device&, const ConstView& src, const Device&, const MutView& dst) const override {
-    kernels().copy(src, dst);
+  void copy(const Device&, const ConstView& src, const Device& to,
+            const MutView& dst) const override {
+    kernels(to).copy(src, dst);
   }
-  const internal::Kernels& kernels() const override {
-    return internal::backend_for(Platform::kCpu).kernels();
+  const internal::Kernels& kernels(const Device&) const override {
+    return internal::backend_for(Platform::kCpu).kernels(Device{});
   }
   std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members, int rank,
                                                   internal::Rendezvous& rendezvous,

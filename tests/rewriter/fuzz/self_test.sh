@@ -4,12 +4,12 @@
 # wrapped so that it breaks one promise) must exit 1 and count the fault in its table, for each
 # fault it checks: a crash, a hang, a file modified that does not compile (and edits that are not
 # stable), and migrated code that runs differently from its legacy build.
-# Usage: self_test.sh <spmd-migrate> <repository root> <build folder> <clang++> <c++> [<library>]
-#   <library>: one the static runtime needs besides fmt (BLIS), for the behaviour builds
+# Usage: self_test.sh <spmd-migrate> <repository root> <build folder> <clang++> <c++> [<library>...]
+#   <library>: those the static runtime needs besides fmt (BLIS, CUDA's), for the behaviour builds
 set -euo pipefail
 tool=$1 root=$2 build=$3 clang=$4 cxx=$5
 libs=()
-if [[ $# -ge 6 ]]; then libs=(--lib "$6"); fi
+for lib in "${@:6}"; do libs+=(--lib "$lib"); done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
