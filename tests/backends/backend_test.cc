@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The backend seam, run over every platform in use: the CPU backend and the test backend of
-// test_backend/ (registered from outside the library). Both run shard_map on 1-D and 2-D meshes,
+// The backend seam, run over every platform: the CPU backend, the test backend of test_backend/
+// (registered from outside the library) and the CUDA backend (skipped, saying why, without 8 CUDA
+// devices). Both run shard_map on 1-D and 2-D meshes,
 // device_put and host reads, both pmap implementations (nested pmap included) and the fault
 // model (a device error, mismatched collectives, a stuck device), and a call after a failed one
 // returns the right value. The collectives themselves run over both backends in
@@ -27,6 +28,10 @@ int position() { return axis_index("i").item<int32_t>(); }
 
 class Backend : public ::testing::TestWithParam<Platform> {
  protected:
+  void SetUp() override {
+    const std::string reason = platform_unavailable(GetParam(), 8);
+    if (!reason.empty()) GTEST_SKIP() << reason;
+  }
   std::vector<Device> pool() const { return devices(GetParam().name()); }
   Mesh mesh(Shape sizes, std::vector<std::string> names) const {
     return make_mesh(std::move(sizes), std::move(names), pool());
@@ -41,7 +46,7 @@ class Backend : public ::testing::TestWithParam<Platform> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Platforms, Backend,
-                         ::testing::Values(Platform::kCpu, testing::kTestPlatform),
+                         ::testing::Values(Platform::kCpu, testing::kTestPlatform, Platform::kCuda),
                          [](const ::testing::TestParamInfo<Platform>& p) {
                            return std::string(p.param.name());
                          });

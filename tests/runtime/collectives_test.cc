@@ -2,8 +2,8 @@
 // Collectives: JAX's pmap conformance rows for collectives (run as shard_map over a 1-D mesh with
 // pmap's squeeze/expand adapter), every collective's semantics and errors, axis_index_groups,
 // check_vma typing, dtypes and determinism. The suite is parameterised over backends so that
-// every backend runs the same cases: the CPU backend and the test backend of tests/backends/
-// (a CUDA backend adds its platform here).
+// every backend runs the same cases: the CPU backend, the test backend of tests/backends/ and the
+// CUDA backend (skipped, saying why, without 8 CUDA devices: run scripts/gpu-check.sh).
 #include <cmath>
 #include <cstring>
 
@@ -17,6 +17,10 @@ using namespace spmd::testing;
 
 class Collectives : public ::testing::TestWithParam<Platform> {
  protected:
+  void SetUp() override {
+    const std::string reason = platform_unavailable(GetParam(), 8);
+    if (!reason.empty()) GTEST_SKIP() << reason;
+  }
   Mesh mesh(Shape sizes, std::vector<std::string> names) {
     return make_mesh(std::move(sizes), std::move(names), devices(GetParam().name()));
   }
@@ -33,7 +37,7 @@ class Collectives : public ::testing::TestWithParam<Platform> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, Collectives,
-                         ::testing::Values(Platform::kCpu, testing::kTestPlatform),
+                         ::testing::Values(Platform::kCpu, testing::kTestPlatform, Platform::kCuda),
                          [](const ::testing::TestParamInfo<Platform>& p) {
                            return std::string(p.param.name());
                          });

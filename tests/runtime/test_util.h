@@ -15,7 +15,30 @@
 
 #include "spmd/spmd.h"
 
+namespace spmd {
+// Platforms print by name, in test names and messages ("Backends/Collectives.C02Psum/cuda").
+inline void PrintTo(const Platform& platform, std::ostream* os) { *os << platform.name(); }
+
+}  // namespace spmd
+
 namespace spmd::testing {
+
+// Why `platform` cannot run a suite that needs `needed` of its devices, or "" when it can: a
+// platform not built in or without devices here (CUDA without a GPU) is not in use, and a GPU
+// with one logical device has too few. Suites parameterised over platforms skip with this reason
+// (reported as skipped, never as passed).
+inline std::string platform_unavailable(Platform platform, int needed) {
+  int count = 0;
+  try {
+    count = device_count(platform.name());
+  } catch (const ValueError& e) {
+    return e.what();
+  }
+  if (count >= needed) return "";
+  return std::string(platform.name()) + " has " + std::to_string(count) +
+         " devices; this suite needs " + std::to_string(needed) +
+         (platform == Platform::kCuda ? " (SPMD_CUDA_DEVICES_PER_GPU=8 puts 8 on one GPU)" : "");
+}
 
 template <class T>
 Array array(std::vector<T> values, Shape shape) {

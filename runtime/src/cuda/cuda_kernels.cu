@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -457,6 +458,19 @@ void widen(cudaStream_t stream, const ConstView& v, ComputeOf<T>* out) {
             Widen<T>{out, static_cast<const StorageOf<T>*>(v.data)}, "matmul packing");
 }
 
+// A view's data when it is dense in its compute type, else a dense copy of it in `scratch`.
+template <class T>
+const ComputeOf<T>* packed(cudaStream_t stream, const ConstView& v,
+                           std::optional<Scratch>& scratch) {
+  using C = ComputeOf<T>;
+  if (std::is_same_v<C, StorageOf<T>> && v.strides == dense_strides(v.shape)) {
+    return static_cast<const C*>(v.data);
+  }
+  scratch.emplace(stream, sizeof(C) * shape_size(v.shape));
+  widen<T>(stream, v, scratch->as<C>());
+  return scratch->as<C>();
+}
+
 template <class T>
 void blas_matmul(cudaStream_t stream, cublasHandle_t blas, const ConstView& a, const ConstView& b,
                  const MutView& c) {
@@ -464,16 +478,18 @@ void blas_matmul(cudaStream_t stream, cublasHandle_t blas, const ConstView& a, c
   const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
   const bool shared_b = b.strides[0] == 0;  // one b for every batch (a broadcast)
   ConstView b_used = b;
-  if (shared_b) b_used.shape[0] = 1;
-  Scratch pa(stream, sizeof(C) * batch * m * k), pb(stream, sizeof(C) * b_used.shape[0] * k * n);
-  widen<T>(stream, a, pa.as<C>());
-  widen<T>(stream, b_used, pb.as<C>());
+  if (shared_b) {
+    b_used.shape[0] = 1;
+    b_used.strides[0] = k * n;
+  }
+  std::optional<Scratch> sa, sb;
+  const C* const pa = packed<T>(stream, a, sa);
+  const C* const pb = packed<T>(stream, b_used, sb);
   if constexpr (std::is_same_v<C, StorageOf<T>>) {
-    gemm(blas, batch, m, n, k, pa.as<C>(), pb.as<C>(), shared_b ? 0 : k * n,
-         static_cast<C*>(c.data));
+    gemm(blas, batch, m, n, k, pa, pb, shared_b ? 0 : k * n, static_cast<C*>(c.data));
   } else {
     Scratch pc(stream, sizeof(C) * batch * m * n);
-    gemm(blas, batch, m, n, k, pa.as<C>(), pb.as<C>(), shared_b ? 0 : k * n, pc.as<C>());
+    gemm(blas, batch, m, n, k, pa, pb, shared_b ? 0 : k * n, pc.as<C>());
     const Strides dense = dense_strides(c.shape);
     launch<2>(stream, geometry<2>(c.shape, {&dense, &dense}),
               Narrow<T>{static_cast<StorageOf<T>*>(c.data), pc.as<C>()}, "matmul rounding");
