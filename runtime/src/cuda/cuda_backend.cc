@@ -234,7 +234,9 @@ class CudaBackend final : public Backend {
 }  // namespace cuda
 
 void register_cuda_backend() {
-  register_backend({.platform = Platform::kCuda, .preference = 1, .create = [] {
+  // Below "cpu": a program keeps running on the CPU, with the CPU's results, on a machine that
+  // happens to have a GPU, until it asks for "cuda" (SPMD_PLATFORMS=cuda, devices("cuda")).
+  register_backend({.platform = Platform::kCuda, .preference = -1, .create = [] {
                       return std::make_unique<cuda::CudaBackend>();
                     }});
 }

@@ -10,7 +10,9 @@
 
 namespace spmd::internal {
 
-// Registers the "cuda" platform (preferred over "cpu" when it has devices, as JAX prefers GPUs).
+// Registers the "cuda" platform. Unlike JAX, which moves to a GPU whenever one is present, "cpu"
+// stays the default platform: results must not change with the machine a program runs on, so
+// "cuda" is used when asked for (SPMD_PLATFORMS=cuda or cuda,cpu; devices("cuda")).
 void register_cuda_backend();
 
 }  // namespace spmd::internal
