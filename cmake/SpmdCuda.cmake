@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPMD_CUDA=AUTO|ON|OFF: whether the CUDA backend (runtime/src/cuda) is built. AUTO builds it when a
-# CUDA compiler and toolkit are found (CUDAToolkit_ROOT or nvcc on the PATH), ON requires them, OFF
-# leaves it out. A build with it needs no GPU: its tests report themselves skipped where none is
+# CUDA compiler, the toolkit and NCCL are found (CUDAToolkit_ROOT or nvcc on the PATH; NCCL beside
+# the toolkit or in the system's folders), ON requires them, OFF leaves it out. A build with it needs no GPU: its tests report themselves skipped where none is
 # present. Sets SPMD_WITH_CUDA and enables the CUDA language.
 set(SPMD_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (if the CUDA toolkit is found), ON, OFF")
 set_property(CACHE SPMD_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -25,15 +25,17 @@ elseif(NOT SPMD_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     endif()
     find_package(CUDAToolkit)
+    find_package(SpmdNCCL MODULE)
   endif()
-  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND SpmdNCCL_FOUND)
     set(SPMD_WITH_CUDA ON)
-    message(STATUS "spmd: CUDA backend on (CUDA ${CUDAToolkit_VERSION}, architectures "
-                   "${CMAKE_CUDA_ARCHITECTURES})")
+    message(STATUS "spmd: CUDA backend on (CUDA ${CUDAToolkit_VERSION}, NCCL ${SpmdNCCL_LIBRARY}, "
+                   "architectures ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(SPMD_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "SPMD_CUDA=ON needs the CUDA toolkit (nvcc and the CUDA runtime): set "
-                        "CUDAToolkit_ROOT or put nvcc on the PATH, or configure with -DSPMD_CUDA=OFF")
+    message(FATAL_ERROR "SPMD_CUDA=ON needs the CUDA toolkit (nvcc and the CUDA runtime) and NCCL: "
+                        "set CUDAToolkit_ROOT or put nvcc on the PATH, install NCCL (libnccl-dev), "
+                        "or configure with -DSPMD_CUDA=OFF")
   else()
-    message(STATUS "spmd: CUDA backend off (no CUDA toolkit found; SPMD_CUDA=AUTO)")
+    message(STATUS "spmd: CUDA backend off (no CUDA toolkit and NCCL found; SPMD_CUDA=AUTO)")
   endif()
 endif()

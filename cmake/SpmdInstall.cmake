@@ -29,6 +29,10 @@ if(SPMD_BACKEND_CPU)
   configure_file(cmake/FindSpmdBLIS.cmake ${PROJECT_BINARY_DIR}/FindSpmdBLIS.cmake COPYONLY)
   install(FILES cmake/FindSpmdBLIS.cmake DESTINATION ${SPMD_CMAKE_DIR})
 endif()
+if(SPMD_WITH_CUDA)  # the CUDA backend's NCCL, the same way
+  configure_file(cmake/FindSpmdNCCL.cmake ${PROJECT_BINARY_DIR}/FindSpmdNCCL.cmake COPYONLY)
+  install(FILES cmake/FindSpmdNCCL.cmake DESTINATION ${SPMD_CMAKE_DIR})
+endif()
 configure_package_config_file(cmake/spmdConfig.cmake.in ${PROJECT_BINARY_DIR}/spmdConfig.cmake
                               INSTALL_DESTINATION ${SPMD_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/spmdConfigVersion.cmake
@@ -53,7 +57,9 @@ else()
   set(SPMD_PC_BLAS "")
 endif()
 if(SPMD_WITH_CUDA)
-  set(SPMD_PC_CUDA "-L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
+  get_filename_component(spmd_nccl_dir "${SpmdNCCL_LIBRARY}" DIRECTORY)
+  set(SPMD_PC_CUDA "-L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcublas \
+-lcudart -L${spmd_nccl_dir} -Wl,-rpath,${spmd_nccl_dir} -lnccl")
 else()
   set(SPMD_PC_CUDA "")
 endif()

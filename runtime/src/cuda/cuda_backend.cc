@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_communicator.h"
 #include "cuda/cuda_devices.h"
+#include "cuda/nccl_communicator.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal {
@@ -75,6 +77,7 @@ class CudaBackend final : public Backend {
       return;
     }
     const int per_gpu = devices_per_gpu();
+    gpus_ = gpus;
     devices_.resize(static_cast<size_t>(gpus) * per_gpu);
     for (int gpu = 0; gpu < gpus; ++gpu) keep_freed_memory(gpu);
     for (size_t d = 0; d < devices_.size(); ++d) set_up(devices_[d], static_cast<int>(d) / per_gpu);
@@ -155,22 +158,34 @@ class CudaBackend final : public Backend {
     return *d.kernels;
   }
 
+  // Devices of one GPU meet through host memory and device copies (NCCL allows one rank per
+  // GPU); devices of different GPUs, one each, through NCCL. A group with several devices on
+  // some GPU and more than one GPU would need both levels, which are not built yet.
   std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members, int rank,
-                                                  Rendezvous& rendezvous, Cancel&) override {
-    const int gpu = at(members[0]).gpu;
-    for (const Device& m : members) {
-      if (at(m).gpu != gpu) {
-        throw NotImplementedError(fmt::format(
-            "collectives among CUDA devices of different GPUs ({} is on GPU {}, {} on GPU {}) "
-            "need the NCCL communicators, which this build does not have yet; run with one GPU "
-            "(CUDA_VISIBLE_DEVICES) and SPMD_CUDA_DEVICES_PER_GPU for several devices on it",
-            members[0].str(), gpu, m.str(), at(m).gpu));
-      }
-    }
+                                                  Rendezvous& rendezvous, Cancel& cancel) override {
     const int size = static_cast<int>(members.size());
-    std::shared_ptr<LocalExchange> exchange =
-        rendezvous.shared<LocalExchange>([size] { return std::make_shared<LocalExchange>(size); });
-    return std::make_unique<LocalCommunicator>(std::move(exchange), rank, size, at(members[rank]));
+    std::vector<int> per_gpu(gpus_, 0);
+    for (const Device& m : members) ++per_gpu[at(m).gpu];
+    const int used = static_cast<int>(
+        std::count_if(per_gpu.begin(), per_gpu.end(), [](int n) { return n > 0; }));
+    if (used == 1) {
+      std::shared_ptr<LocalExchange> exchange = rendezvous.shared<LocalExchange>(
+          [size] { return std::make_shared<LocalExchange>(size); });
+      return std::make_unique<LocalCommunicator>(std::move(exchange), rank, size,
+                                                 at(members[rank]));
+    }
+    if (used == size) {
+      std::shared_ptr<NcclShared> shared =
+          rendezvous.shared<NcclShared>([size] { return std::make_shared<NcclShared>(size); });
+      return std::make_unique<NcclCommunicator>(std::move(shared), rank, size, at(members[rank]),
+                                                cancel);
+    }
+    throw NotImplementedError(fmt::format(
+        "a collective over {} CUDA devices on {} GPUs, several of them on one GPU: spmd runs "
+        "collectives among the devices of one GPU, or among devices of different GPUs one per GPU "
+        "(NCCL), not both at once yet; use SPMD_CUDA_DEVICES_PER_GPU=1 with several GPUs, or one "
+        "GPU (CUDA_VISIBLE_DEVICES)",
+        size, used));
   }
 
  private:
@@ -226,6 +241,7 @@ class CudaBackend final : public Backend {
     check(cudaFreeAsync(on_a, a.stream), "cudaFreeAsync");
   }
 
+  int gpus_ = 0;
   std::vector<LogicalDevice> devices_;
   std::string absent_;
 };

@@ -4,6 +4,8 @@
 // order: device d runs on GPU d / k. Each device has its own stream, and everything done for it
 // (kernels, transfers, collectives) is ordered on that stream (backend.h's execution model).
 // Memory comes from each GPU's stream-ordered pool (cudaMallocAsync), which keeps freed blocks.
+// Collectives among devices of one GPU use device copies and kernels (cuda_communicator.h), among
+// devices of different GPUs NCCL (nccl_communicator.h).
 // Without a GPU, or without a working driver, the platform is absent and absent_reason() says
 // what the CUDA runtime answered.
 #pragma once
