@@ -38,7 +38,14 @@ step() {
     [[ $status == 0 ]] && status=3
   fi
   local result=passed
-  [[ $status == 0 ]] || { result="FAILED ($status)"; failed=1; tail -n 30 "$log/$name.txt"; }
+  if [[ $status == 3 ]]; then
+    result="FAILED (tests skipped: no usable GPU?)"
+    failed=1
+  elif [[ $status != 0 ]]; then
+    result="FAILED (exit $status)"
+    failed=1
+    tail -n 30 "$log/$name.txt"
+  fi
   summary+=("| $name | $result | $((SECONDS - start)) s |")
 }
 

@@ -3,7 +3,8 @@
 // kernels: every op of backend/kernels.h over every dtype, on
 // dense, broadcast (0-stride), transposed and negative-stride views, with inputs that include the
 // edge values (NaN, +-inf, -0.0, integer extremes, zero divisors). Outputs must be the CPU's bits
-// except where cuda_kernels.h says CUDA's math library or cuBLAS decides them: there the test
+// (any NaN matching any NaN) except where cuda_kernels.h says CUDA's math library or cuBLAS
+// decides them: there the test
 // allows 2 ulp (math functions) or a relative 1e-5 (f32 matmul; halves compare after rounding).
 // Without a GPU every test reports itself skipped with the CUDA runtime's reason.
 
@@ -103,6 +104,29 @@ class CudaKernelsTest : public ::testing::Test {
   const Kernels& gpu() const { return backend_for(kGpu).kernels(kGpu); }
 };
 
+// Equal outputs of dtype dt: the same bits, except that a NaN equals any NaN (a GPU makes
+// canonical NaNs where x86 makes its default NaN, and neither keeps payloads the same way).
+::testing::AssertionResult same(DType dt, const std::vector<char>& cpu,
+                                const std::vector<char>& gpu) {
+  if (!is_floating(dt)) {
+    if (cpu == gpu) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "different bytes";
+  }
+  const int64_t n = static_cast<int64_t>(cpu.size()) / itemsize(dt);
+  std::vector<double> c(n), g(n);
+  const Kernels& k = backend_for(Platform::kCpu).kernels(Device{});
+  k.copy(ConstView{cpu.data(), dt, {n}, {1}}, MutView{c.data(), DType::kFloat64, {n}, {1}});
+  k.copy(ConstView{gpu.data(), dt, {n}, {1}}, MutView{g.data(), DType::kFloat64, {n}, {1}});
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(c[i]) && std::isnan(g[i])) continue;
+    if (std::memcmp(&c[i], &g[i], sizeof(double)) != 0) {
+      return ::testing::AssertionFailure()
+             << "element " << i << ": cpu " << c[i] << ", gpu " << g[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Runs `run(kernels, inputs..., output)` on both backends over the same input bytes and returns
 // {cpu output, gpu output}.
 template <class Run>
@@ -133,7 +157,7 @@ TEST_F(CudaKernelsTest, CopyConvertsEveryPairLikeTheCpuThroughTransposedViews) {
                [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
                  k.copy(ConstView{in[0], from, {5, 3}, {1, 5}}, MutView{out, to, {5, 3}, {3, 1}});
                });
-      EXPECT_EQ(c, g) << dtype_name(from) << " -> " << dtype_name(to);
+      EXPECT_TRUE(same(to, c, g)) << dtype_name(from) << " -> " << dtype_name(to);
     }
   }
 }
@@ -145,13 +169,13 @@ TEST_F(CudaKernelsTest, FillAndIotaWriteTheCpuBits) {
                          [&](const Kernels& k, const std::vector<const void*>&, void* out) {
                            k.fill(MutView{out, dt, {3, 2}, {4, 2}}, value);  // strided
                          });
-      EXPECT_EQ(c, g) << dtype_name(dt);
+      EXPECT_TRUE(same(dt, c, g)) << dtype_name(dt);
     }
     auto [c, g] = both(*this, {}, 300 * itemsize(dt),
                        [&](const Kernels& k, const std::vector<const void*>&, void* out) {
                          k.iota(MutView{out, dt, {300}, {1}});
                        });
-    EXPECT_EQ(c, g) << dtype_name(dt);
+    EXPECT_TRUE(same(dt, c, g)) << dtype_name(dt);
   }
 }
 
@@ -193,7 +217,7 @@ TEST_F(CudaKernelsTest, UnaryOpsMatchTheCpu) {
                            op == UnaryOp::kSign || op == UnaryOp::kSquare;
       if (!defined) continue;
       auto [c, g] = run_op(op);
-      EXPECT_EQ(c, g) << dtype_name(dt) << " op " << static_cast<int>(op);
+      EXPECT_TRUE(same(dt, c, g)) << dtype_name(dt) << " op " << static_cast<int>(op);
     }
     if (dt == DType::kFloat32) {
       for (UnaryOp op : library) {
@@ -238,7 +262,7 @@ TEST_F(CudaKernelsTest, BinaryOpsMatchTheCpuWithBroadcasting) {
         }
         continue;
       }
-      EXPECT_EQ(c, g) << dtype_name(dt) << " op " << static_cast<int>(op);
+      EXPECT_TRUE(same(out_dt, c, g)) << dtype_name(dt) << " op " << static_cast<int>(op);
     }
   }
 }
@@ -251,7 +275,7 @@ TEST_F(CudaKernelsTest, SelectMovesTheChosenBits) {
           k.select(ConstView{in[0], DType::kBool, {40}, {1}}, ConstView{in[1], dt, {40}, {1}},
                    ConstView{in[2], dt, {40}, {0}}, MutView{out, dt, {40}, {1}});
         });
-    EXPECT_EQ(c, g) << dtype_name(dt);
+    EXPECT_TRUE(same(dt, c, g)) << dtype_name(dt);
   }
 }
 
@@ -275,8 +299,25 @@ TEST_F(CudaKernelsTest, ReductionsFoldInTheCpuOrder) {
                                       MutView{out, out_dt, reduced == 1 ? Shape{6, 7} : Shape{6},
                                               reduced == 1 ? Strides{7, 1} : Strides{1}});
                            });
-        EXPECT_EQ(c, g) << dtype_name(dt) << " op " << static_cast<int>(op) << " over " << reduced;
+        EXPECT_TRUE(same(out_dt, c, g))
+            << dtype_name(dt) << " op " << static_cast<int>(op) << " over " << reduced;
       }
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, LongFloatSumsRunInParallelInTheCpuOrder) {
+  // Rows long enough for the many-threads-per-row kernel: lengths that leave a remainder, a
+  // count of 16-element blocks with several set bits, and rows read transposed.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    for (int64_t n : {int64_t{4096}, int64_t{100003}, int64_t{16 * 1000 + 7}}) {
+      const std::vector<char> x = sample(dt, 3 * n, 11);
+      auto [c, g] = both(*this, {x}, 3 * itemsize(dt),
+                         [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                           k.reduce(ReduceOp::kSum, ConstView{in[0], dt, {3, n}, {1, 3}}, 1,
+                                    MutView{out, dt, {3}, {1}});
+                         });
+      EXPECT_TRUE(same(dt, c, g)) << dtype_name(dt) << " rows of " << n;
     }
   }
 }

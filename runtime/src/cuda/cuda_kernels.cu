@@ -94,6 +94,25 @@ void launch(cudaStream_t stream, const Geometry<N>& g, const Op& op, const char*
   check(cudaGetLastError(), std::string("launching the ") + kernel + " kernel");
 }
 
+// Device memory for the duration of one kernel's work, in stream order.
+class Scratch {
+ public:
+  Scratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
+    check(cudaMallocAsync(&data_, std::max<size_t>(bytes, 1), stream), "cudaMallocAsync (scratch)");
+  }
+  ~Scratch() { cudaFreeAsync(data_, stream_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <class C>
+  C* as() const {
+    return static_cast<C*>(data_);
+  }
+
+ private:
+  cudaStream_t stream_;
+  void* data_ = nullptr;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Element operations, one functor per kernel; operand 0 is the output.
 
@@ -368,6 +387,64 @@ struct ArgFold {
   }
 };
 
+// Float sums of long rows, many threads per row, in exactly the CPU's order (PairwiseSum in
+// backend/element_ops.h): blocks of kPairwiseBlock elements are summed from +0 in order; block
+// sums combine as a bottom-up binary tree over aligned power-of-two groups (node (L, j) covers
+// blocks [j 2^L, (j+1) 2^L), left + right); the remainder's sum then takes the complete groups,
+// lowest level first: sum = node + sum. One CUDA block per row; node (L, j) lives at s[j << L].
+constexpr int64_t kPairwiseBlock = 16;
+constexpr int64_t kParallelSumMin = 4096;  // shorter rows take one thread each
+
+template <class T>
+__global__ void pairwise_sum_rows(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
+                                  StorageOf<T>* y, ComputeOf<T>* scratch) {
+  using C = ComputeOf<T>;
+  const int64_t n = inner.count, m = n / kPairwiseBlock;
+  C* const s = scratch + blockIdx.x * m;
+  auto element = [&](int64_t base, int64_t e) {
+    int64_t offset[1];
+    offsets_of(inner, e, offset);
+    return load<T>(x + base + offset[0]);
+  };
+  for (int64_t row = blockIdx.x; row < outer.count; row += gridDim.x) {
+    int64_t base[1];
+    offsets_of(outer, row, base);
+    for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+      C acc = 0;
+      for (int64_t e = 0; e < kPairwiseBlock; ++e) acc += element(base[0], j * kPairwiseBlock + e);
+      s[j] = acc;
+    }
+    __syncthreads();
+    for (int level = 1; (m >> level) > 0; ++level) {
+      for (int64_t j = threadIdx.x; j < (m >> level); j += blockDim.x) {
+        s[j << level] = s[j << level] + s[(j << level) + (int64_t{1} << (level - 1))];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      C sum = 0;
+      for (int64_t e = m * kPairwiseBlock; e < n; ++e) sum += element(base[0], e);
+      for (int level = 0; (m >> level) > 0; ++level) {
+        if ((m >> level) & 1) sum = s[((m >> level) - 1) << level] + sum;
+      }
+      store<T>(y + row, sum);
+    }
+    __syncthreads();  // s is reused by the next row
+  }
+}
+
+template <class T>
+void launch_pairwise_sum(cudaStream_t stream, const Geometry<1>& outer, const Geometry<1>& inner,
+                         const void* x, void* y) {
+  if (outer.count == 0) return;
+  const int64_t blocks = std::min<int64_t>(outer.count, 1024);
+  Scratch scratch(stream, sizeof(ComputeOf<T>) * blocks * (inner.count / kPairwiseBlock));
+  pairwise_sum_rows<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      outer, inner, static_cast<const StorageOf<T>*>(x), static_cast<StorageOf<T>*>(y),
+      scratch.as<ComputeOf<T>>());
+  check(cudaGetLastError(), "launching the pairwise sum kernel");
+}
+
 template <class T, class Fold>
 void launch_reduce(cudaStream_t stream, const Geometry<1>& outer, const Geometry<1>& inner,
                    const void* x, const Fold& fold) {
@@ -409,25 +486,6 @@ __global__ void loop_matmul_kernel(int64_t batch, int64_t m, int64_t n, int64_t 
     store<T>(c + e, acc);
   }
 }
-
-// Device memory for the duration of one kernel's work, in stream order.
-class Scratch {
- public:
-  Scratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
-    check(cudaMallocAsync(&data_, std::max<size_t>(bytes, 1), stream), "cudaMallocAsync (scratch)");
-  }
-  ~Scratch() { cudaFreeAsync(data_, stream_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  template <class C>
-  C* as() const {
-    return static_cast<C*>(data_);
-  }
-
- private:
-  cudaStream_t stream_;
-  void* data_ = nullptr;
-};
 
 // c = a @ b per batch through cuBLAS, in row-major terms: cuBLAS is column-major, so it computes
 // c^T = b^T a^T on the same dense buffers.
@@ -675,6 +733,9 @@ void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const
                                 ArgFold<T, false>{static_cast<int32_t*>(y.data)});
       case ReduceOp::kSum:
         if constexpr (kIsFloat<C>) {
+          if (inner.count >= kParallelSumMin) {
+            return launch_pairwise_sum<T>(stream_, outer, inner, x.data, y.data);
+          }
           return launch_reduce<T>(stream_, outer, inner, x.data, PairwiseFold<T>{out});
         }
         [[fallthrough]];

@@ -6,7 +6,8 @@
 // differences), and float matmul is cuBLAS's gemm (its own summation order, fixed per library
 // version and GPU; full float32, never TF32). Everything else (conversions, integer arithmetic,
 // comparisons, select, floor/ceil/round, sqrt, division, reductions in the CPU's pairwise order,
-// integer and bool matmul) is bit-exact.
+// integer and bool matmul) is bit-exact, except that a NaN an operation makes is the GPU's
+// canonical NaN where the CPU makes x86's default NaN (both are NaN; payloads are not kept).
 //
 //   CudaKernels kernels(stream, handle);
 //   kernels.binary(BinaryOp::kAdd, a, b, y);  // enqueued on `stream`; a, b, y in device memory
