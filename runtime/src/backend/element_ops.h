@@ -152,6 +152,18 @@ SPMD_HOST_DEVICE C power(C base, C exponent) {
   }
 }
 
+// |v|; the most negative integer wraps to itself, as XLA's abs does.
+template <class C>
+SPMD_HOST_DEVICE C absolute(C v) {
+  if constexpr (kIsFloat<C>) {
+    return std::fabs(v);
+  } else if constexpr (std::is_signed_v<C>) {
+    return v < 0 ? wrap_neg(v) : v;
+  } else {
+    return v;
+  }
+}
+
 template <class C>
 SPMD_HOST_DEVICE C sign(C v) {
   if constexpr (std::is_signed_v<C>) {

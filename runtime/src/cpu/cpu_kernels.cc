@@ -397,15 +397,7 @@ void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
       case UnaryOp::kNeg:
         return apply([](C v) { return wrap_neg(v); });
       case UnaryOp::kAbs:
-        return apply([](C v) -> C {
-          if constexpr (kIsFloat<C>) {
-            return std::fabs(v);
-          } else if constexpr (std::is_signed_v<C>) {
-            return v < 0 ? wrap_neg(v) : v;
-          } else {
-            return v;
-          }
-        });
+        return apply([](C v) { return absolute(v); });
       case UnaryOp::kSign:
         return apply([](C v) { return sign(v); });
       case UnaryOp::kSquare:

@@ -160,13 +160,7 @@ struct Unary {
       case UnaryOp::kNeg:
         return wrap_neg(v);
       case UnaryOp::kAbs:
-        if constexpr (kIsFloat<C>) {
-          return std::fabs(v);
-        } else if constexpr (std::is_signed_v<C>) {
-          return v < 0 ? wrap_neg(v) : v;
-        } else {
-          return v;
-        }
+        return absolute(v);
       case UnaryOp::kSign:
         return sign(v);
       case UnaryOp::kSquare:
