@@ -78,6 +78,14 @@ void dispatch(DType dt, F&& f) {
   if (!known) throw ValueError("invalid dtype " + std::to_string(static_cast<int>(dt)));
 }
 
+// Calls f with the unsigned type of dt's size, for kernels that only move bits.
+template <class F>
+void dispatch_bits(DType dt, F&& f) {
+  const auto size = static_cast<size_t>(itemsize(dt));
+  const auto fits = [size]<class U>(std::type_identity<U>) { return sizeof(U) == size; };
+  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
+}
+
 // Integer arithmetic in the unsigned type of the same width, so that overflow wraps.
 template <class C>
 using Wrapping = typename std::conditional_t<std::is_integral_v<C>, std::make_unsigned<C>,

@@ -27,14 +27,6 @@
 namespace spmd::internal {
 namespace {
 
-// Calls f with the unsigned type of dt's size, for kernels that only move bits.
-template <class F>
-void dispatch_bits(DType dt, F&& f) {
-  const auto size = static_cast<size_t>(itemsize(dt));
-  const auto fits = [size]<class U>(std::type_identity<U>) { return sizeof(U) == size; };
-  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
-}
-
 [[noreturn]] void unsupported(const char* kernel, int op, DType dt) {
   throw TypeError(std::string("cpu kernels: ") + kernel + " op " + std::to_string(op) +
                   " is not defined for " + std::string(dtype_name(dt)));

@@ -548,14 +548,6 @@ void blas_matmul(cudaStream_t stream, cublasHandle_t blas, const ConstView& a, c
   }
 }
 
-// Calls f with the unsigned type of dt's size, for kernels that only move bits.
-template <class F>
-void dispatch_bits(DType dt, F&& f) {
-  const auto size = static_cast<size_t>(itemsize(dt));
-  const auto fits = [size]<class U>(std::type_identity<U>) { return sizeof(U) == size; };
-  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
-}
-
 bool unary_defined(UnaryOp op, DType dt) {
   switch (op) {
     case UnaryOp::kNeg:
