@@ -18,6 +18,7 @@
 #include "backend/element_ops.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/stream_scratch.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal::cuda {
@@ -93,25 +94,6 @@ void launch(cudaStream_t stream, const Geometry<N>& g, const Op& op, const char*
   elementwise<N><<<static_cast<unsigned>(blocks_for(g.count)), kThreads, 0, stream>>>(g, op);
   check(cudaGetLastError(), std::string("launching the ") + kernel + " kernel");
 }
-
-// Device memory for the duration of one kernel's work, in stream order.
-class Scratch {
- public:
-  Scratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
-    check(cudaMallocAsync(&data_, std::max<size_t>(bytes, 1), stream), "cudaMallocAsync (scratch)");
-  }
-  ~Scratch() { cudaFreeAsync(data_, stream_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  template <class C>
-  C* as() const {
-    return static_cast<C*>(data_);
-  }
-
- private:
-  cudaStream_t stream_;
-  void* data_ = nullptr;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Element operations, one functor per kernel; operand 0 is the output.
@@ -432,7 +414,7 @@ void launch_pairwise_sum(cudaStream_t stream, const Geometry<1>& outer, const Ge
                          const void* x, void* y) {
   if (outer.count == 0) return;
   const int64_t blocks = std::min<int64_t>(outer.count, 1024);
-  Scratch scratch(stream, sizeof(ComputeOf<T>) * blocks * (inner.count / kPairwiseBlock));
+  StreamScratch scratch(stream, sizeof(ComputeOf<T>) * blocks * (inner.count / kPairwiseBlock));
   pairwise_sum_rows<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       outer, inner, static_cast<const StorageOf<T>*>(x), static_cast<StorageOf<T>*>(y),
       scratch.as<ComputeOf<T>>());
@@ -513,7 +495,7 @@ void widen(cudaStream_t stream, const ConstView& v, ComputeOf<T>* out) {
 // A view's data when it is dense in its compute type, else a dense copy of it in `scratch`.
 template <class T>
 const ComputeOf<T>* packed(cudaStream_t stream, const ConstView& v,
-                           std::optional<Scratch>& scratch) {
+                           std::optional<StreamScratch>& scratch) {
   using C = ComputeOf<T>;
   if (std::is_same_v<C, StorageOf<T>> && v.strides == dense_strides(v.shape)) {
     return static_cast<const C*>(v.data);
@@ -534,13 +516,13 @@ void blas_matmul(cudaStream_t stream, cublasHandle_t blas, const ConstView& a, c
     b_used.shape[0] = 1;
     b_used.strides[0] = k * n;
   }
-  std::optional<Scratch> sa, sb;
+  std::optional<StreamScratch> sa, sb;
   const C* const pa = packed<T>(stream, a, sa);
   const C* const pb = packed<T>(stream, b_used, sb);
   if constexpr (std::is_same_v<C, StorageOf<T>>) {
     gemm(blas, batch, m, n, k, pa, pb, shared_b ? 0 : k * n, static_cast<C*>(c.data));
   } else {
-    Scratch pc(stream, sizeof(C) * batch * m * n);
+    StreamScratch pc(stream, sizeof(C) * batch * m * n);
     gemm(blas, batch, m, n, k, pa, pb, shared_b ? 0 : k * n, pc.as<C>());
     const Strides dense = dense_strides(c.shape);
     launch<2>(stream, geometry<2>(c.shape, {&dense, &dense}),

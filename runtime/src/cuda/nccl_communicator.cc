@@ -4,12 +4,12 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "cuda/cuda_check.h"
+#include "cuda/stream_scratch.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal::cuda {
@@ -48,20 +48,6 @@ ncclRedOp_t nccl_op(ReduceKind op) {
   }
   throw ValueError("invalid reduction");
 }
-
-// Device memory for one collective's reordering, freed in stream order.
-struct StreamScratch {
-  StreamScratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
-    check(cudaMallocAsync(&data, std::max<size_t>(bytes, 1), stream), "cudaMallocAsync");
-  }
-  ~StreamScratch() { cudaFreeAsync(data, stream_); }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  void* data = nullptr;
-
- private:
-  cudaStream_t stream_;
-};
 
 }  // namespace
 
@@ -155,13 +141,13 @@ void NcclCommunicator::reduce_scatter(ReduceKind op, DType dtype, int64_t outer,
     // [outer][size][inner] -> [size][outer][inner], the layout NCCL scatters.
     packed = std::make_unique<StreamScratch>(device_.stream, outer * size_ * inner * item);
     for (int q = 0; q < size_; ++q) {
-      check(cudaMemcpy2DAsync(static_cast<char*>(packed->data) + q * outer * inner * item,
+      check(cudaMemcpy2DAsync(static_cast<char*>(packed->data()) + q * outer * inner * item,
                               inner * item, static_cast<const char*>(in) + q * inner * item,
                               size_ * inner * item, inner * item, outer, cudaMemcpyDeviceToDevice,
                               device_.stream),
             "cudaMemcpy2DAsync (psum_scatter)");
     }
-    send = packed->data;
+    send = packed->data();
   }
   run("ncclReduceScatter", cancel, [&](ncclComm_t comm) {
     return ncclReduceScatter(send, out, static_cast<size_t>(outer * inner), nccl_type(dtype),
@@ -182,12 +168,12 @@ void NcclCommunicator::all_gather(int64_t outer, int64_t row_bytes, const void* 
   use_gpu(device_.gpu);
   StreamScratch gathered(device_.stream, size_ * outer * row_bytes);
   run("ncclAllGather", cancel, [&](ncclComm_t comm) {
-    return ncclAllGather(in, gathered.data, static_cast<size_t>(outer * row_bytes), ncclUint8, comm,
-                         device_.stream);
+    return ncclAllGather(in, gathered.data(), static_cast<size_t>(outer * row_bytes), ncclUint8,
+                         comm, device_.stream);
   });
   for (int q = 0; q < size_; ++q) {
     check(cudaMemcpy2DAsync(static_cast<char*>(out) + q * row_bytes, size_ * row_bytes,
-                            static_cast<const char*>(gathered.data) + q * outer * row_bytes,
+                            static_cast<const char*>(gathered.data()) + q * outer * row_bytes,
                             row_bytes, row_bytes, outer, cudaMemcpyDeviceToDevice, device_.stream),
           "cudaMemcpy2DAsync (all_gather)");
   }
