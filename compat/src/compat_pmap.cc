@@ -84,6 +84,7 @@ std::shared_ptr<const internal::ShardMapPlan> prepare(
       ShardMapOptions{.check_vma = false, .axis_names = {plan.axis_name}, .name = plan.fun_name},
       plan.fun_name});
   shard_plan->in_specs_per_leaf = true;  // in_axes are resolved per leaf
+  shard_plan->ignores_context = true;    // pmap maps over its own devices
   // Outputs were expanded at their out_axis, so out_axes resolve against the stacked ranks.
   shard_plan->out_specs_from = [given = plan.options.out_axes,
                                 name = plan.axis_name](const std::vector<Array>& outputs) {

@@ -184,7 +184,7 @@ void* data_of_mut(const Array& a) { return mut_view(a).data; }
 
 // The vma of a result: only tracked when check_vma is on.
 Array typed(Array out, const Bound& b, uint64_t vma) {
-  return with_vma(std::move(out), b.ctx->call->check_vma() ? vma : 0);
+  return with_vma(std::move(out), b.ctx->track_vma ? vma : 0);
 }
 
 // `group_size`, when given, receives the size of this device's group.
@@ -559,7 +559,7 @@ Array pcast(const Array& x, AxisNames axes, To to) {
         "Got unexpected `to` value. Allowed `to` values are: To::kVarying "
         "(kReduced and kUnreduced are not supported)");
   }
-  if (!b.ctx->call->check_vma()) return x;  // no tracking: every value counts as varying
+  if (!b.ctx->track_vma) return x;  // no tracking: every value counts as varying
   uint64_t vma = internal::vma_of(x);
   uint64_t varying = vma & b.mask;
   if (varying != 0 && varying != b.mask) {
@@ -578,4 +578,28 @@ Array pcast(const Array& x, AxisNames axes, To to) {
   return internal::with_vma(x, vma | b.mask);
 }
 
+std::vector<std::string> varying_axes(const Array& x) {
+  const internal::DeviceContext* ctx = internal::current_device_context();
+  std::vector<std::string> out;
+  if (ctx == nullptr || !ctx->track_vma) return out;
+  const uint64_t vma = internal::vma_of(x);
+  const Mesh& mesh = ctx->call->mesh();
+  for (int a = 0; a < mesh.ndim(); ++a) {
+    if (vma >> a & 1) out.push_back(mesh.axis_names()[a]);
+  }
+  return out;
+}
+
+namespace internal {
+
+Array gather_blocks(const Array& block, const PartitionSpec& spec) {
+  Array out = block;
+  for (size_t d = 0; d < spec.size(); ++d) {
+    if (spec[d].is_none()) continue;
+    out = all_gather(out, AxisNames(spec[d].names()), {.axis = static_cast<int>(d), .tiled = true});
+  }
+  return out;
+}
+
+}  // namespace internal
 }  // namespace spmd

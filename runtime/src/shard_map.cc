@@ -13,9 +13,12 @@
 
 #include "array_impl.h"
 #include "checks.h"
+#include "collectives_internal.h"
 #include "exec/launch.h"
 #include "layout.h"
+#include "spmd/collectives.h"
 #include "spmd/errors.h"
+#include "spmd/mesh_context.h"
 
 namespace spmd {
 
@@ -279,6 +282,27 @@ void check_vma(const ShardMapPlan& plan, uint64_t manual, const SpecAt& at, uint
       plan.fun_name, mesh_line(mesh), detail));
 }
 
+// ValueError unless output j (`first`, one device's) has at least the rank of its out_spec.
+void check_out_rank(const ShardMapPlan& plan, const SpecAt& at, const Array& first, size_t j) {
+  const PartitionSpec& spec = *at.spec;
+  int rank = first.ndim();
+  if (static_cast<int>(spec.size()) <= rank) return;
+  throw ValueError(fmt::format(
+      "shard_map applied to the function '{}' was given an out_specs entry which is too long to "
+      "be compatible with the corresponding output value from the function:\n\n{} is {} which "
+      "has length {}, but {}(*args){} has shape {}, which has rank {} (and {} < {})\n\nEntries "
+      "in out_specs must be of length no greater than the number of axes in the corresponding "
+      "output value.\n\nEither revise the spec to be shorter, or modify '{}' so that its "
+      "outputs have sufficient rank.{}",
+      plan.fun_name, at.path(), spec.str(), spec.size(), plan.fun_name,
+      plan.out_specs.is_single() ? "" : fmt::format("[{}]", j), long_type(first), rank, rank,
+      spec.size(), plan.fun_name,
+      rank == 0 ? " In particular, for rank 0 outputs which are not constant over the mesh, "
+                  "add at least one (singleton) axis to them so that they can be concatenated "
+                  "using out_specs."
+                : ""));
+}
+
 // Builds output j from every device's block.
 Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const SpecAt& at,
                       const DeviceOutputs& outputs, size_t j) {
@@ -287,23 +311,7 @@ Array assemble_output(const ShardMapPlan& plan, const CallSpec& call, const Spec
   const Array& first = outputs[0][j];
   uint64_t vma = 0;
   for (const std::vector<Array>& device_outputs : outputs) vma |= vma_of(device_outputs[j]);
-  int rank = first.ndim();
-  if (static_cast<int>(spec.size()) > rank) {
-    throw ValueError(fmt::format(
-        "shard_map applied to the function '{}' was given an out_specs entry which is too long to "
-        "be compatible with the corresponding output value from the function:\n\n{} is {} which "
-        "has length {}, but {}(*args){} has shape {}, which has rank {} (and {} < {})\n\nEntries "
-        "in out_specs must be of length no greater than the number of axes in the corresponding "
-        "output value.\n\nEither revise the spec to be shorter, or modify '{}' so that its "
-        "outputs have sufficient rank.{}",
-        plan.fun_name, at.path(), spec.str(), spec.size(), plan.fun_name,
-        plan.out_specs.is_single() ? "" : fmt::format("[{}]", j), long_type(first), rank, rank,
-        spec.size(), plan.fun_name,
-        rank == 0 ? " In particular, for rank 0 outputs which are not constant over the mesh, "
-                    "add at least one (singleton) axis to them so that they can be concatenated "
-                    "using out_specs."
-                  : ""));
-  }
+  check_out_rank(plan, at, first, j);
   if (plan.options.check_vma) check_vma(plan, call.manual_mask, at, vma);
   Shape global = first.shape();
   for (size_t d = 0; d < spec.size(); ++d) global[d] *= entry_size(plan.mesh, spec[d]);
@@ -323,14 +331,152 @@ std::vector<SpecAt> check_out_specs(const ShardMapPlan& plan, uint64_t manual,
   return expand_out_specs(out_specs, static_cast<size_t>(num_outputs));
 }
 
-std::string context_mesh_error(const Mesh& mesh) {
-  DeviceContext* ctx = current_device_context();
+// A mesh given to shard_map inside a mapped body, where the context mesh has manual axes.
+std::string context_mesh_error(const Mesh& mesh, const DeviceContext& ctx) {
   return fmt::format(
       "The context mesh {} should match the mesh passed to shard_map {}: shard_map was called "
-      "inside the body of '{}', whose mesh axes are manual there. Nest by mapping over one mesh "
-      "that has every axis (one multi-axis shard_map, which is what spmd-migrate produces for "
-      "nested pmap).",
-      ctx->call->mesh().str(), mesh.str(), ctx->call->fun_name());
+      "inside the body of '{}', whose mesh axes {} are manual there. {}",
+      get_abstract_mesh().str(), mesh.str(), ctx.call->fun_name(),
+      axes_set(ctx.call->mesh(), ctx.bound),
+      ctx.pmap_depth > 0
+          ? "Inside a pmap body, map every axis with pmap, or migrate the nest to one "
+            "multi-axis shard_map (what spmd-migrate writes)."
+          : "Leave the mesh out (spmd::shard_map(f, in_specs, out_specs, options)) to map over "
+            "the axes still automatic in the context mesh, or map over one mesh that has every "
+            "axis.");
+}
+
+// The mesh a top-level call maps over: the plan's, which must match a context mesh, or the
+// context mesh.
+const Mesh& top_level_mesh(const ShardMapPlan& plan, Mesh& context) {
+  if (plan.ignores_context) return plan.mesh;
+  context = get_mesh();
+  if (plan.mesh_from_context) {
+    if (context.empty()) {
+      throw ValueError(
+          "The context mesh cannot be empty. Use `spmd::use_mesh(mesh)` (or `spmd::set_mesh`) to "
+          "enter into a mesh context, or pass a mesh to shard_map.");
+    }
+    return context;
+  }
+  if (!context.empty() && AbstractMesh(context, 0) != AbstractMesh(plan.mesh, 0)) {
+    throw ValueError(fmt::format(
+        "The context mesh {} should match the mesh passed to shard_map {}. Leave the mesh out to "
+        "map over the context mesh, or call shard_map outside the spmd::use_mesh scope.",
+        AbstractMesh(context, 0).str(), plan.mesh.str()));
+  }
+  return plan.mesh;
+}
+
+// ValueError when a nested call's spec names an axis the enclosing body already made manual:
+// the values there are already split over it.
+void check_fresh(const ShardMapPlan& plan, const DeviceContext& ctx, uint64_t outer, uint64_t fresh,
+                 const SpecAt& at) {
+  const uint64_t already = outer & spec_mask(plan.mesh, *at.spec);
+  if (already == 0) return;
+  throw ValueError(fmt::format(
+      "shard_map {} is {}, which refers to axis '{}', but that axis is already manual in the "
+      "enclosing body of '{}' (the context mesh is {}): the values there are already split over "
+      "it. Name only axes this shard_map makes manual, {}.",
+      at.path(), at.spec->str(), plan.mesh.axis_names()[__builtin_ctzll(already)],
+      ctx.call->fun_name(), AbstractMesh(plan.mesh, outer).str(), axes_set(plan.mesh, fresh)));
+}
+
+// Makes axes `bound` nameable and sets vma tracking for the lifetime of a nested call's body.
+class NestedScope {
+ public:
+  NestedScope(DeviceContext& ctx, uint64_t bound, bool track_vma)
+      : ctx_(ctx), bound_(ctx.bound), track_vma_(ctx.track_vma) {
+    ctx.bound = bound;
+    ctx.track_vma = track_vma;
+  }
+  ~NestedScope() {
+    ctx_.bound = bound_;
+    ctx_.track_vma = track_vma_;
+  }
+  NestedScope(const NestedScope&) = delete;
+  NestedScope& operator=(const NestedScope&) = delete;
+
+ private:
+  DeviceContext& ctx_;
+  uint64_t bound_;
+  bool track_vma_;
+};
+
+// A nested call's output on this device: checked against its out_spec over the `fresh` axes, then
+// gathered over them, so that every device holds the whole value (the outer body saw it whole in
+// JAX). Without check_vma, axes the spec leaves out take the value of their first device.
+Array gather_output(const ShardMapPlan& plan, const SpecAt& at, Array out, uint64_t fresh,
+                    size_t j) {
+  const PartitionSpec& spec = *at.spec;
+  const Mesh& mesh = plan.mesh;
+  check_out_rank(plan, at, out, j);
+  const uint64_t unmentioned = fresh & ~spec_mask(mesh, spec);
+  if (plan.options.check_vma) {
+    check_vma(plan, fresh, at, vma_of(out));
+  } else if (unmentioned != 0) {
+    std::vector<std::string> names;
+    for (int a = 0; a < mesh.ndim(); ++a) {
+      if (unmentioned >> a & 1) names.push_back(mesh.axis_names()[a]);
+    }
+    out = pbroadcast(out, std::move(names), 0);
+  }
+  return gather_blocks(out, spec);
+}
+
+// A shard_map called inside a mapped body (see the shard_map overload without a mesh): on this
+// device, over the context mesh's axes `options.axis_names` (default: all) that are not manual yet.
+std::vector<Array> run_nested(const ShardMapPlan& given, std::vector<Array> args,
+                              const ArgLayout& layout, BodyRef body, int num_outputs,
+                              DeviceContext& ctx) {
+  if (ctx.pmap_depth > 0 || !given.mesh_from_context) {
+    throw ValueError(context_mesh_error(given.mesh, ctx));
+  }
+  ShardMapPlan plan = given;
+  plan.mesh = ctx.call->mesh();
+  const Mesh& mesh = plan.mesh;
+  const uint64_t outer = ctx.bound;
+  const uint64_t named = manual_mask(plan);
+  const uint64_t fresh = named & ~outer;
+  std::vector<SpecAt> in_specs = expand_in_specs(plan, layout);
+  for (const SpecAt& leaf : in_specs) {
+    check_spec_names(plan, named, leaf);
+    check_fresh(plan, ctx, outer, fresh, leaf);
+  }
+  std::vector<SpecAt> out_specs = check_out_specs(plan, named, plan.out_specs, num_outputs);
+  for (const SpecAt& at : out_specs) check_fresh(plan, ctx, outer, fresh, at);
+  check_inputs(plan, args, layout, in_specs);
+  check_donation(plan.options.donate_argnums, layout.leaf_positions());
+
+  // Values the enclosing body did not track count as varying over all its manual axes.
+  const bool tracked = ctx.track_vma;
+  const bool track = tracked || plan.options.check_vma;
+  std::vector<Array> blocks;
+  blocks.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const PartitionSpec& spec = *in_specs[i].spec;
+    const uint64_t vma = track ? (tracked ? vma_of(args[i]) : outer) | spec_mask(mesh, spec) : 0;
+    blocks.push_back(with_vma(make_block(mesh, args[i], spec, ctx.rank, ctx.device), vma));
+  }
+  std::vector<Array> results;
+  {
+    NestedScope scope(ctx, outer | named, track);
+    std::vector<Array> outputs = call_body(body, blocks);
+    if (num_outputs < 0) {
+      for (const SpecAt& at : expand_out_specs(plan.out_specs, outputs.size())) {
+        check_fresh(plan, ctx, outer, fresh, at);
+        out_specs.push_back(at);
+      }
+    }
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      Array out = gather_output(plan, out_specs[j], std::move(outputs[j]), fresh, j);
+      // Back in the enclosing body the value varies over its manual axes only (JAX's rule).
+      const uint64_t vma = tracked ? vma_of(out) & outer : 0;
+      results.push_back(with_vma(std::move(out), vma));
+    }
+  }
+  donate(plan.options.donate_argnums, args, layout.leaf_positions());
+  return results;
 }
 
 }  // namespace
@@ -376,7 +522,10 @@ std::string ArgLayout::leaf_name(size_t leaf) const {
                        : fmt::format("args[{}]", arg.position);
 }
 
-std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
+namespace {
+
+// A top-level call: validates, launches every device's body and assembles the outputs.
+std::vector<Array> run_top_level(const ShardMapPlan& plan, std::vector<Array> args,
                                  const ArgLayout& layout, BodyRef body, int num_outputs) {
   const Mesh& mesh = plan.mesh;
   if (mesh.empty()) {
@@ -384,7 +533,6 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
         fmt::format("shard_map requires a non-empty mesh. Got {}. Build one with spmd::make_mesh.",
                     mesh.str()));
   }
-  if (current_device_context() != nullptr) throw ValueError(context_mesh_error(mesh));
   uint64_t manual = manual_mask(plan);
   std::vector<SpecAt> in_specs = expand_in_specs(plan, layout);
   for (const SpecAt& leaf : in_specs) check_spec_names(plan, manual, leaf);
@@ -424,6 +572,29 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   }
   donate(plan.options.donate_argnums, args, layout.leaf_positions());
   return results;
+}
+
+}  // namespace
+
+std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> args,
+                                 const ArgLayout& layout, BodyRef body, int num_outputs) {
+  if (DeviceContext* ctx = current_device_context()) {
+    return run_nested(plan, std::move(args), layout, body, num_outputs, *ctx);
+  }
+  Mesh context;
+  const Mesh& mesh = top_level_mesh(plan, context);
+  if (!plan.mesh_from_context)
+    return run_top_level(plan, std::move(args), layout, body, num_outputs);
+  ShardMapPlan resolved = plan;
+  resolved.mesh = mesh;
+  return run_top_level(resolved, std::move(args), layout, body, num_outputs);
+}
+
+Specs smap_specs(const std::vector<std::optional<int>>& axes, const std::string& axis_name) {
+  std::vector<PartitionSpec> specs;
+  specs.reserve(axes.size());
+  for (const std::optional<int>& a : axes) specs.push_back(axis_spec(a, axis_name));
+  return specs.size() == 1 ? Specs(specs[0]) : Specs(std::move(specs));
 }
 
 }  // namespace internal

@@ -130,4 +130,8 @@ int64_t axis_size(AxisNames axes);
 // To::kVarying is the old pvary; the axes must not already be varying.
 Array pcast(const Array& x, AxisNames axes, To to);
 
+// The manual mesh axes x may vary over here, in mesh order (JAX's jax.typeof(x).vma): the type
+// check_vma tracks. Empty outside mapped bodies and where no enclosing shard_map checks vma.
+std::vector<std::string> varying_axes(const Array& x);
+
 }  // namespace spmd

@@ -25,6 +25,15 @@
 //   auto [a, b] = spmd::shard_map(g, mesh, {spmd::P("i"), spmd::P()}, {spmd::P("i"), spmd::P()})(x,
 //   w);
 //
+// Without a mesh, shard_map and smap map over the context mesh (spmd/mesh_context.h). Inside a
+// body that makes a shard_map over the axes still automatic there: each device slices its values
+// over the new manual axes, runs the inner body with the outer and the new axes bound (collectives
+// may name either or both), and receives the inner outputs gathered over the new axes, so the
+// outer body carries on with whole values (JAX's nested partial-manual shard_map):
+//   auto outer = spmd::shard_map([](const spmd::Array& b) {
+//     return spmd::shard_map(inner, spmd::P(None, "j"), spmd::P(None, "j"))(b);
+//   }, mesh, spmd::P("i"), spmd::P("i"), {.axis_names = {"i"}});
+//
 // Errors (ValueError, TypeError, NameError) carry JAX's message for the same mistake, naming the
 // argument, spec and mesh, and the function by ShardMapOptions::name or, without one, by where
 // shard_map was called ("<lambda> at train.cc:42"). A device that throws aborts the whole call and
@@ -126,6 +135,10 @@ struct ShardMapPlan {
   // in_specs holds one spec per Array leaf rather than one entry per argument (the compat pmap,
   // which resolves in_axes per leaf).
   bool in_specs_per_leaf = false;
+  // `mesh` is empty and the call maps over the context mesh (spmd/mesh_context.h).
+  bool mesh_from_context = false;
+  // The call maps over `mesh` whatever the context mesh (the compat pmap, process_allgather).
+  bool ignores_context = false;
 };
 
 // Where the Array leaves of a call come from: each mapped argument of f (an Array, or a
@@ -390,6 +403,21 @@ class ShardMapped {
   internal::ShardMapPlan plan_;
 };
 
+namespace internal {
+// Both shard_map overloads: the plan, with the function's name for messages.
+template <class F>
+ShardMapped<std::decay_t<F>> make_shard_map(F&& f, Mesh mesh, bool mesh_from_context,
+                                            Specs in_specs, Specs out_specs,
+                                            ShardMapOptions options, const char* file, int line) {
+  std::string name =
+      options.name.empty() ? callable_name(typeid(std::decay_t<F>), file, line) : options.name;
+  ShardMapPlan plan{std::move(mesh), std::move(in_specs), std::move(out_specs), std::move(options),
+                    std::move(name)};
+  plan.mesh_from_context = mesh_from_context;
+  return ShardMapped<std::decay_t<F>>(std::forward<F>(f), std::move(plan));
+}
+}  // namespace internal
+
 // Maps f over mesh; see the file comment. Specs are validated when the mapped function is called.
 // `file` and `line` locate the call for messages when options.name is empty (defaulted with
 // __builtin_FILE/__builtin_LINE: libstdc++ 12 with Clang 14 lacks std::source_location).
@@ -398,34 +426,67 @@ ShardMapped<std::decay_t<F>> shard_map(F&& f, Mesh mesh, Specs in_specs, Specs o
                                        ShardMapOptions options = {},
                                        const char* file = __builtin_FILE(),
                                        int line = __builtin_LINE()) {
-  std::string name = options.name.empty()
-                         ? internal::callable_name(typeid(std::decay_t<F>), file, line)
-                         : options.name;
-  return ShardMapped<std::decay_t<F>>(
-      std::forward<F>(f),
-      internal::ShardMapPlan{std::move(mesh), std::move(in_specs), std::move(out_specs),
-                             std::move(options), std::move(name)});
+  return internal::make_shard_map(std::forward<F>(f), std::move(mesh), false, std::move(in_specs),
+                                  std::move(out_specs), std::move(options), file, line);
 }
 
-// jax.smap: a shard_map over the single axis `axis_name` of `mesh`, with specs written as axes:
-// in_axes/out_axes entry k means P(None x k, axis_name), nullopt means P(). One entry applies to
-// every Array argument (output), or give one per Array argument (output). Rank-preserving (no
-// squeeze, unlike pmap); check_vma on; the other mesh axes stay non-manual.
+// Maps f over the context mesh (spmd/mesh_context.h), read when the mapped function is called:
+// the mesh of spmd::use_mesh / spmd::set_mesh, or inside a shard_map body the call's mesh, where
+// this shard_map makes manual the axes options.axis_names names (default: every mesh axis; axes
+// already manual stay manual) and its outputs are gathered over them on every device. ValueError
+// "The context mesh cannot be empty" without a context.
+template <class F>
+ShardMapped<std::decay_t<F>> shard_map(F&& f, Specs in_specs, Specs out_specs,
+                                       ShardMapOptions options = {},
+                                       const char* file = __builtin_FILE(),
+                                       int line = __builtin_LINE()) {
+  return internal::make_shard_map(std::forward<F>(f), Mesh(), true, std::move(in_specs),
+                                  std::move(out_specs), std::move(options), file, line);
+}
+
+namespace internal {
+// smap's specs: in_axes/out_axes entry k -> P(None x k, axis_name), nullopt -> P().
+Specs smap_specs(const std::vector<std::optional<int>>& axes, const std::string& axis_name);
+
+// Both smap overloads.
+template <class F>
+ShardMapped<std::decay_t<F>> make_smap(F&& f, Mesh mesh, bool mesh_from_context,
+                                       const std::string& axis_name,
+                                       const std::vector<std::optional<int>>& in_axes,
+                                       const std::vector<std::optional<int>>& out_axes,
+                                       const char* file, int line) {
+  ShardMapOptions options;
+  options.axis_names = {axis_name};
+  return make_shard_map(std::forward<F>(f), std::move(mesh), mesh_from_context,
+                        smap_specs(in_axes, axis_name), smap_specs(out_axes, axis_name),
+                        std::move(options), file, line);
+}
+}  // namespace internal
+
+// jax.smap: a shard_map over the single axis `axis_name` of the context mesh (see the shard_map
+// overload without a mesh), with specs written as axes: in_axes/out_axes entry k means
+// P(None x k, axis_name), nullopt means P(). One entry applies to every Array argument (output),
+// or give one per Array argument (output). Rank-preserving (no squeeze, unlike pmap); check_vma
+// on; the other mesh axes stay non-manual, so an smap inside its body can map over them.
+template <class F>
+ShardMapped<std::decay_t<F>> smap(F&& f, std::string axis_name,
+                                  std::vector<std::optional<int>> in_axes,
+                                  std::vector<std::optional<int>> out_axes,
+                                  const char* file = __builtin_FILE(),
+                                  int line = __builtin_LINE()) {
+  return internal::make_smap(std::forward<F>(f), Mesh(), true, axis_name, in_axes, out_axes, file,
+                             line);
+}
+
+// smap over `mesh` instead of the context mesh (which, when set, must match it).
 template <class F>
 ShardMapped<std::decay_t<F>> smap(F&& f, Mesh mesh, std::string axis_name,
                                   std::vector<std::optional<int>> in_axes,
                                   std::vector<std::optional<int>> out_axes,
                                   const char* file = __builtin_FILE(),
                                   int line = __builtin_LINE()) {
-  auto to_specs = [&](const std::vector<std::optional<int>>& axes) {
-    std::vector<PartitionSpec> specs;
-    for (const std::optional<int>& a : axes) specs.push_back(internal::axis_spec(a, axis_name));
-    return specs.size() == 1 ? Specs(specs[0]) : Specs(std::move(specs));
-  };
-  ShardMapOptions options;
-  options.axis_names = {axis_name};
-  return shard_map(std::forward<F>(f), std::move(mesh), to_specs(in_axes), to_specs(out_axes),
-                   std::move(options), file, line);
+  return internal::make_smap(std::forward<F>(f), std::move(mesh), false, axis_name, in_axes,
+                             out_axes, file, line);
 }
 
 }  // namespace spmd

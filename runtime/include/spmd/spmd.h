@@ -26,6 +26,7 @@
 #include "spmd/format.h"
 #include "spmd/make_array.h"
 #include "spmd/mesh.h"
+#include "spmd/mesh_context.h"
 #include "spmd/npy.h"
 #include "spmd/ops.h"
 #include "spmd/partition_spec.h"

@@ -202,9 +202,10 @@ struct DeviceContext {
   const std::vector<int>* members = nullptr;  // mesh positions of the current collective's group
   int group_rank = 0;                         // this device's rank in that group
   uint64_t bound = 0;                         // mesh axes collectives may name here
-  int pmap_depth = 0;                         // pmap levels whose bodies run here
-  int user_depth = 0;                         // 0, 1 body called, 2 in user code (call_body)
-  uint64_t deadline_for = 0;                  // the collective `deadline` belongs to
+  bool track_vma = false;     // record the varying manual axes of values (some check_vma is on)
+  int pmap_depth = 0;         // pmap levels whose bodies run here
+  int user_depth = 0;         // 0, 1 body called, 2 in user code (call_body)
+  uint64_t deadline_for = 0;  // the collective `deadline` belongs to
   Cancel::Clock::time_point deadline;
   // Communicators already looked up by this device (avoids the call's mutex on every collective).
   struct CachedGroup {

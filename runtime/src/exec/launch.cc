@@ -55,6 +55,7 @@ void run_device(void* arg, int index) {
   ctx.rank = rank;
   ctx.device = mesh.devices()[rank];
   ctx.bound = launch.call.manual_mask();
+  ctx.track_vma = launch.call.check_vma();
   {
     DeviceScope scope(&ctx);
     try {

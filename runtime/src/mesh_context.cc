@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// The context mesh (spmd/mesh_context.h): a per-thread Mesh outside bodies, the call's mesh inside.
+#include "spmd/mesh_context.h"
+
+#include <fmt/format.h>
+
+#include "exec/call_context.h"
+#include "spmd/errors.h"
+
+namespace spmd {
+namespace {
+
+// This thread's context mesh outside mapped bodies.
+Mesh& thread_mesh() {
+  thread_local Mesh mesh;
+  return mesh;
+}
+
+void check_outside_body(const char* api) {
+  internal::DeviceContext* ctx = internal::current_device_context();
+  if (ctx == nullptr) return;
+  throw ValueError(fmt::format(
+      "spmd::{} can only be used outside of a shard_map or pmap body: inside the body of '{}' the "
+      "context mesh is {}, the call's mesh with its manual axes. Nest a shard_map without a mesh "
+      "to map over the axes still automatic there.",
+      api, ctx->call->fun_name(), get_abstract_mesh().str()));
+}
+
+}  // namespace
+
+AbstractMesh::AbstractMesh(const Mesh& mesh, uint64_t manual)
+    : sizes_(mesh.axis_sizes()), names_(mesh.axis_names()), manual_(manual) {}
+
+std::vector<std::string> AbstractMesh::manual_axes() const {
+  std::vector<std::string> out;
+  for (size_t a = 0; a < names_.size(); ++a) {
+    if (manual_ >> a & 1) out.push_back(names_[a]);
+  }
+  return out;
+}
+
+std::vector<std::string> AbstractMesh::auto_axes() const {
+  std::vector<std::string> out;
+  for (size_t a = 0; a < names_.size(); ++a) {
+    if (!(manual_ >> a & 1)) out.push_back(names_[a]);
+  }
+  return out;
+}
+
+std::string AbstractMesh::str() const {
+  if (empty()) return "AbstractMesh((), axis_types=())";
+  std::string axes;
+  std::string types;
+  for (size_t a = 0; a < names_.size(); ++a) {
+    axes += fmt::format("{}'{}': {}", a ? ", " : "", names_[a], sizes_[a]);
+    types += fmt::format("{}{}", a ? ", " : "", manual_ >> a & 1 ? "Manual" : "Auto");
+  }
+  return fmt::format("AbstractMesh({}, axis_types=({}{}))", axes, types,
+                     names_.size() == 1 ? "," : "");
+}
+
+MeshScope::MeshScope(Mesh mesh) : previous_(thread_mesh()) {
+  check_outside_body("use_mesh");
+  thread_mesh() = std::move(mesh);
+}
+
+MeshScope::~MeshScope() { thread_mesh() = std::move(previous_); }
+
+MeshScope use_mesh(Mesh mesh) { return MeshScope(std::move(mesh)); }
+
+void set_mesh(Mesh mesh) {
+  check_outside_body("set_mesh");
+  thread_mesh() = std::move(mesh);
+}
+
+Mesh get_mesh() {
+  internal::DeviceContext* ctx = internal::current_device_context();
+  return ctx != nullptr ? ctx->call->mesh() : thread_mesh();
+}
+
+AbstractMesh get_abstract_mesh() {
+  internal::DeviceContext* ctx = internal::current_device_context();
+  if (ctx == nullptr) return AbstractMesh(thread_mesh(), 0);
+  return AbstractMesh(ctx->call->mesh(), ctx->bound);
+}
+
+}  // namespace spmd
