@@ -222,6 +222,23 @@ Array log(const Array& x) { return float_unary(internal::UnaryOp::kLog, x); }
 Array sqrt(const Array& x) { return float_unary(internal::UnaryOp::kSqrt, x); }
 Array tanh(const Array& x) { return float_unary(internal::UnaryOp::kTanh, x); }
 Array erf_inv(const Array& x) { return float_unary(internal::UnaryOp::kErfInv, x); }
+Array sin(const Array& x) { return float_unary(internal::UnaryOp::kSin, x); }
+Array cos(const Array& x) { return float_unary(internal::UnaryOp::kCos, x); }
+Array tan(const Array& x) { return float_unary(internal::UnaryOp::kTan, x); }
+Array arcsin(const Array& x) { return float_unary(internal::UnaryOp::kArcsin, x); }
+Array arccos(const Array& x) { return float_unary(internal::UnaryOp::kArccos, x); }
+Array arctan(const Array& x) { return float_unary(internal::UnaryOp::kArctan, x); }
+Array sinh(const Array& x) { return float_unary(internal::UnaryOp::kSinh, x); }
+Array cosh(const Array& x) { return float_unary(internal::UnaryOp::kCosh, x); }
+Array arcsinh(const Array& x) { return float_unary(internal::UnaryOp::kArcsinh, x); }
+Array arccosh(const Array& x) { return float_unary(internal::UnaryOp::kArccosh, x); }
+Array arctanh(const Array& x) { return float_unary(internal::UnaryOp::kArctanh, x); }
+Array log1p(const Array& x) { return float_unary(internal::UnaryOp::kLog1p, x); }
+Array expm1(const Array& x) { return float_unary(internal::UnaryOp::kExpm1, x); }
+Array log2(const Array& x) { return float_unary(internal::UnaryOp::kLog2, x); }
+Array log10(const Array& x) { return float_unary(internal::UnaryOp::kLog10, x); }
+Array exp2(const Array& x) { return float_unary(internal::UnaryOp::kExp2, x); }
+Array erf(const Array& x) { return float_unary(internal::UnaryOp::kErf, x); }
 Array floor(const Array& x) {
   return is_floating(x.dtype()) ? unary(internal::UnaryOp::kFloor, x, x.dtype()) : x;
 }
@@ -317,6 +334,13 @@ Array where(const Array& cond, WeakScalar a, const Array& b) {
 Array maximum(const Array& a, WeakScalar b) { return maximum(a, weak_scalar(b, a)); }
 Array minimum(const Array& a, WeakScalar b) { return minimum(a, weak_scalar(b, a)); }
 Array power(const Array& a, WeakScalar b) { return power(a, weak_scalar(b, a)); }
+Array clip(const Array& x, std::optional<WeakScalar> min, std::optional<WeakScalar> max) {
+  Array out = min ? maximum(x, *min) : x;
+  return max ? minimum(out, *max) : out;
+}
+Array clip(const Array& x, const Array& min, const Array& max) {
+  return minimum(maximum(x, min), max);
+}
 
 // ---- reductions ----
 

@@ -181,6 +181,72 @@ TEST(OpsTest, UnaryOps) {
   EXPECT_NEAR(std::erf(erf_inv(Array::scalar<double>(0.75)).item<double>()), 0.75, 1e-15);
 }
 
+// The math library's functions: each element is the C library's result in the array's precision
+// (float16/bfloat16 compute in float32 and round once), integers and bools compute in float32.
+TEST(OpsTest, LibraryMathOps) {
+  struct Case {
+    const char* name;
+    Array (*op)(const Array&);
+    double (*ref)(double);
+    float (*ref32)(float);
+  };
+  const std::vector<Case> cases = {
+      {"sin", sin, std::sin, std::sin},
+      {"cos", cos, std::cos, std::cos},
+      {"tan", tan, std::tan, std::tan},
+      {"arcsin", arcsin, std::asin, std::asin},
+      {"arccos", arccos, std::acos, std::acos},
+      {"arctan", arctan, std::atan, std::atan},
+      {"sinh", sinh, std::sinh, std::sinh},
+      {"cosh", cosh, std::cosh, std::cosh},
+      {"arcsinh", arcsinh, std::asinh, std::asinh},
+      {"arccosh", arccosh, std::acosh, std::acosh},
+      {"arctanh", arctanh, std::atanh, std::atanh},
+      {"log1p", log1p, std::log1p, std::log1p},
+      {"expm1", expm1, std::expm1, std::expm1},
+      {"log2", log2, std::log2, std::log2},
+      {"log10", log10, std::log10, std::log10},
+      {"exp2", exp2, std::exp2, std::exp2},
+      {"erf", erf, std::erf, std::erf},
+  };
+  const std::vector<double> xs = {-2.5, -0.75, -1e-9, 0.0, 0.3, 0.999, 1.0, 1.5, 3.0, 40.0};
+  std::vector<float> xs32(xs.begin(), xs.end());
+  for (const Case& c : cases) {
+    std::vector<double> got64 = c.op(Array::from_vector<double>(xs)).to_vector<double>();
+    std::vector<float> got32 = c.op(f32(xs32)).to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want64 = c.ref(xs[i]);
+      const float want32 = c.ref32(xs32[i]);
+      // Bitwise, NaN (outside the domain) included.
+      EXPECT_TRUE(want64 == got64[i] || (std::isnan(want64) && std::isnan(got64[i])))
+          << c.name << "(" << xs[i] << ") f64: " << got64[i] << " != " << want64;
+      EXPECT_TRUE(want32 == got32[i] || (std::isnan(want32) && std::isnan(got32[i])))
+          << c.name << "(" << xs[i] << ") f32: " << got32[i] << " != " << want32;
+    }
+    EXPECT_EQ(c.op(i32({1, 2})).dtype(), kF32) << c.name;
+    EXPECT_EQ(c.op(bools({true})).dtype(), kF32) << c.name;
+    Array half = c.op(f32({0.5f}).astype(kF16));
+    EXPECT_EQ(half.dtype(), kF16) << c.name;
+    const float got_half = half.astype(kF32).item<float>();
+    const float want_half = f32({c.ref32(0.5f)}).astype(kF16).astype(kF32).item<float>();
+    EXPECT_TRUE(got_half == want_half || (std::isnan(got_half) && std::isnan(want_half)))
+        << c.name << " f16: " << got_half << " != " << want_half;
+    EXPECT_EQ(c.op(zeros({2, 3})).shape(), (Shape{2, 3})) << c.name;
+  }
+}
+
+TEST(OpsTest, ClipIsMinimumOfMaximum) {
+  const Array x = f32({-3, -1, 0, 2, 5, NAN});
+  EXPECT_TRUE(Is(clip(x, -1, 2), kF32, {6}, {-1, -1, 0, 2, 2, kNaN}));
+  EXPECT_TRUE(Is(clip(x, std::nullopt, 0), kF32, {6}, {-3, -1, 0, 0, 0, kNaN}));
+  EXPECT_TRUE(Is(clip(x, 1, std::nullopt), kF32, {6}, {1, 1, 1, 2, 5, kNaN}));
+  // A lower bound above the upper one gives the upper one (jnp.clip: minimum(maximum(x, lo), hi)).
+  EXPECT_TRUE(Is(clip(x, 3, 1), kF32, {6}, {1, 1, 1, 1, 1, kNaN}));
+  // Integers stay integers with weak bounds; array bounds broadcast and promote.
+  EXPECT_TRUE(Is(clip(i32({-5, 5}), 0, 3), kI32, {2}, {0, 3}));
+  EXPECT_TRUE(Is(clip(i32({-5, 5, 9}), f32({0}), f32({4, 4, 8})), kF32, {3}, {0, 4, 8}));
+}
+
 TEST(OpsTest, BinaryOps) {
   struct Case {
     std::string name;

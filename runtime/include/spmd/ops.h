@@ -49,6 +49,24 @@ Array ceil(const Array& x);
 Array round(const Array& x);  // half to even
 Array square(const Array& x);
 Array erf_inv(const Array& x);
+// Floats from the math library (integers and bools compute in float32, as jnp does).
+Array sin(const Array& x);
+Array cos(const Array& x);
+Array tan(const Array& x);
+Array arcsin(const Array& x);
+Array arccos(const Array& x);
+Array arctan(const Array& x);
+Array sinh(const Array& x);
+Array cosh(const Array& x);
+Array arcsinh(const Array& x);
+Array arccosh(const Array& x);
+Array arctanh(const Array& x);
+Array log1p(const Array& x);
+Array expm1(const Array& x);
+Array log2(const Array& x);
+Array log10(const Array& x);
+Array exp2(const Array& x);
+Array erf(const Array& x);
 
 Array add(const Array& a, const Array& b);
 Array subtract(const Array& a, const Array& b);
@@ -91,6 +109,10 @@ Array where(const Array& cond, WeakScalar a, const Array& b);
 Array maximum(const Array& a, WeakScalar b);
 Array minimum(const Array& a, WeakScalar b);
 Array power(const Array& a, WeakScalar b);
+// jnp.clip: minimum(maximum(x, min), max), either bound optional (nullopt: unbounded). A bound
+// above the other gives `max` wherever they cross, as in JAX.
+Array clip(const Array& x, std::optional<WeakScalar> min, std::optional<WeakScalar> max);
+Array clip(const Array& x, const Array& min, const Array& max);
 
 #define SPMD_BINARY_OPERATOR(op, fn)                                                          \
   inline Array operator op(const Array& a, const Array& b) { return fn(a, b); }               \

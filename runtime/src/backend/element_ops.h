@@ -4,8 +4,8 @@
 // every backend computes the same bits: conversions (float->int saturates, NaN -> 0; halves round
 // once, through round-to-odd), integer division and remainders Python's way with x/0 == 0, integer
 // powers by squaring, erfinv, and the reduction states (pairwise sums, first arg-max/min). What a
-// backend's math library supplies (exp, log, tanh, pow and erf for floats) may differ in the last
-// place between backends; everything else is exact.
+// backend's math library supplies (exp, log, tanh, pow and the library_math functions for floats)
+// may differ in the last place between backends; everything else is exact.
 #pragma once
 
 #include <bit>
@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "backend/element_rules.h"
+#include "backend/kernels.h"
 
 namespace spmd::internal {
 
@@ -328,5 +329,54 @@ SPMD_HOST_DEVICE constexpr C highest() {
     return std::numeric_limits<C>::max();
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The math library's float functions (UnaryOp kSin ... kErf), one per element. A switch per
+// element costs nothing next to the library call, and keeps one list for every backend.
+
+template <class F>
+SPMD_HOST_DEVICE F library_math(UnaryOp op, F v) {
+  switch (op) {
+    case UnaryOp::kSin:
+      return std::sin(v);
+    case UnaryOp::kCos:
+      return std::cos(v);
+    case UnaryOp::kTan:
+      return std::tan(v);
+    case UnaryOp::kArcsin:
+      return std::asin(v);
+    case UnaryOp::kArccos:
+      return std::acos(v);
+    case UnaryOp::kArctan:
+      return std::atan(v);
+    case UnaryOp::kSinh:
+      return std::sinh(v);
+    case UnaryOp::kCosh:
+      return std::cosh(v);
+    case UnaryOp::kArcsinh:
+      return std::asinh(v);
+    case UnaryOp::kArccosh:
+      return std::acosh(v);
+    case UnaryOp::kArctanh:
+      return std::atanh(v);
+    case UnaryOp::kLog1p:
+      return std::log1p(v);
+    case UnaryOp::kExpm1:
+      return std::expm1(v);
+    case UnaryOp::kLog2:
+      return std::log2(v);
+    case UnaryOp::kLog10:
+      return std::log10(v);
+    case UnaryOp::kExp2:
+      return std::exp2(v);
+    case UnaryOp::kErf:
+      return std::erf(v);
+    default:
+      return v;  // not a library function: the kernels handle it
+  }
+}
+
+// True for the ops library_math computes.
+constexpr bool is_library_math(UnaryOp op) { return op >= UnaryOp::kSin && op <= UnaryOp::kErf; }
 
 }  // namespace spmd::internal

@@ -70,6 +70,24 @@ enum class UnaryOp {
   kRound,       // floats only, half to even (jnp.round)
   kErfInv,      // floats only, inverse error function
   kSquare,      // x*x
+  // Floats only: the math library's function (backend/element_ops.h, library_math).
+  kSin,
+  kCos,
+  kTan,
+  kArcsin,
+  kArccos,
+  kArctan,
+  kSinh,
+  kCosh,
+  kArcsinh,
+  kArccosh,
+  kArctanh,
+  kLog1p,
+  kExpm1,
+  kLog2,
+  kLog10,
+  kExp2,
+  kErf,
 };
 
 enum class BinaryOp {

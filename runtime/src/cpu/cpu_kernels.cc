@@ -419,6 +419,7 @@ void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
         case UnaryOp::kErfInv:
           return apply([](C v) { return erfinv(v); });
         default:
+          if (is_library_math(op)) return apply([op](C v) { return library_math(op, v); });
           break;
       }
     }

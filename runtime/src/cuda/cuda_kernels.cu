@@ -171,7 +171,7 @@ struct Unary {
         case UnaryOp::kErfInv:
           return erfinv(v);
         default:
-          break;
+          return library_math(op, v);
       }
     }
     return v;  // not reached: unary_defined() refused the op on the host
