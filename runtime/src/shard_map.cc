@@ -432,6 +432,13 @@ std::vector<Array> run_nested(const ShardMapPlan& given, std::vector<Array> args
   if (ctx.pmap_depth > 0 || !given.mesh_from_context) {
     throw ValueError(context_mesh_error(given.mesh, ctx));
   }
+  if (given.options.collective_timeout_s) {
+    throw NotImplementedError(fmt::format(
+        "ShardMapOptions::collective_timeout_s was given to a shard_map nested inside the body "
+        "of '{}': the collectives of a nested call wait under the enclosing call's deadline. Set "
+        "the timeout on the outermost shard_map.",
+        ctx.call->fun_name()));
+  }
   ShardMapPlan plan = given;
   plan.mesh = ctx.call->mesh();
   const Mesh& mesh = plan.mesh;

@@ -340,6 +340,18 @@ TEST(NestedShardMap, SpecAxesMustBeInAxisNames) {
        "in_specs refers to 'j'"});
 }
 
+TEST(NestedShardMap, TimeoutBelongsToTheOutermostCall) {
+  auto outer = [](const Array& x) {
+    return shard_map(square_f, P("j"), P("j"), {.collective_timeout_s = 1.0})(x);
+  };
+  auto scope = use_mesh(mesh2(2, 4));
+  expect_error<NotImplementedError>(
+      [&] { shard_map(outer, P("i"), P("i"), {.axis_names = {"i"}, .name = "h"})(arange(8)); },
+      {"ShardMapOptions::collective_timeout_s was given to a shard_map nested inside the body of "
+       "'h'",
+       "Set the timeout on the outermost shard_map."});
+}
+
 TEST(NestedShardMap, InnerFaultReachesTheCaller) {
   auto outer = [](const Array& x) {
     return shard_map(

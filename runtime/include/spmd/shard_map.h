@@ -433,8 +433,9 @@ ShardMapped<std::decay_t<F>> shard_map(F&& f, Mesh mesh, Specs in_specs, Specs o
 // Maps f over the context mesh (spmd/mesh_context.h), read when the mapped function is called:
 // the mesh of spmd::use_mesh / spmd::set_mesh, or inside a shard_map body the call's mesh, where
 // this shard_map makes manual the axes options.axis_names names (default: every mesh axis; axes
-// already manual stay manual) and its outputs are gathered over them on every device. ValueError
-// "The context mesh cannot be empty" without a context.
+// already manual stay manual) and its outputs are gathered over them on every device; it runs
+// under the enclosing call's collective deadline (options.collective_timeout_s is refused there).
+// ValueError "The context mesh cannot be empty" without a context.
 template <class F>
 ShardMapped<std::decay_t<F>> shard_map(F&& f, Specs in_specs, Specs out_specs,
                                        ShardMapOptions options = {},
