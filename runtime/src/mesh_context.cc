@@ -5,15 +5,24 @@
 #include <fmt/format.h>
 
 #include "exec/call_context.h"
+#include "mesh_context_internal.h"
 #include "spmd/errors.h"
 
 namespace spmd {
 namespace {
 
-// This thread's context mesh outside mapped bodies.
+// This thread's context mesh outside mapped bodies, and whether it is set: a plain flag, so that
+// calls on a thread that never set one do not construct the Mesh (thread_context_mesh).
+thread_local bool has_thread_mesh = false;
+
 Mesh& thread_mesh() {
   thread_local Mesh mesh;
   return mesh;
+}
+
+void set_thread_mesh(Mesh mesh) {
+  has_thread_mesh = !mesh.empty();
+  thread_mesh() = std::move(mesh);
 }
 
 void check_outside_body(const char* api) {
@@ -61,16 +70,16 @@ std::string AbstractMesh::str() const {
 
 MeshScope::MeshScope(Mesh mesh) : previous_(thread_mesh()) {
   check_outside_body("use_mesh");
-  thread_mesh() = std::move(mesh);
+  set_thread_mesh(std::move(mesh));
 }
 
-MeshScope::~MeshScope() { thread_mesh() = std::move(previous_); }
+MeshScope::~MeshScope() { set_thread_mesh(std::move(previous_)); }
 
 MeshScope use_mesh(Mesh mesh) { return MeshScope(std::move(mesh)); }
 
 void set_mesh(Mesh mesh) {
   check_outside_body("set_mesh");
-  thread_mesh() = std::move(mesh);
+  set_thread_mesh(std::move(mesh));
 }
 
 Mesh get_mesh() {
@@ -84,4 +93,9 @@ AbstractMesh get_abstract_mesh() {
   return AbstractMesh(ctx->call->mesh(), ctx->bound);
 }
 
+namespace internal {
+
+const Mesh* thread_context_mesh() { return has_thread_mesh ? &thread_mesh() : nullptr; }
+
+}  // namespace internal
 }  // namespace spmd

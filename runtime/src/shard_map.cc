@@ -16,6 +16,7 @@
 #include "collectives_internal.h"
 #include "exec/launch.h"
 #include "layout.h"
+#include "mesh_context_internal.h"
 #include "spmd/collectives.h"
 #include "spmd/errors.h"
 #include "spmd/mesh_context.h"
@@ -348,22 +349,22 @@ std::string context_mesh_error(const Mesh& mesh, const DeviceContext& ctx) {
 
 // The mesh a top-level call maps over: the plan's, which must match a context mesh, or the
 // context mesh.
-const Mesh& top_level_mesh(const ShardMapPlan& plan, Mesh& context) {
+const Mesh& top_level_mesh(const ShardMapPlan& plan) {
   if (plan.ignores_context) return plan.mesh;
-  context = get_mesh();
+  const Mesh* context = thread_context_mesh();
   if (plan.mesh_from_context) {
-    if (context.empty()) {
+    if (context == nullptr) {
       throw ValueError(
           "The context mesh cannot be empty. Use `spmd::use_mesh(mesh)` (or `spmd::set_mesh`) to "
           "enter into a mesh context, or pass a mesh to shard_map.");
     }
-    return context;
+    return *context;
   }
-  if (!context.empty() && AbstractMesh(context, 0) != AbstractMesh(plan.mesh, 0)) {
+  if (context != nullptr && AbstractMesh(*context, 0) != AbstractMesh(plan.mesh, 0)) {
     throw ValueError(fmt::format(
         "The context mesh {} should match the mesh passed to shard_map {}. Leave the mesh out to "
         "map over the context mesh, or call shard_map outside the spmd::use_mesh scope.",
-        AbstractMesh(context, 0).str(), plan.mesh.str()));
+        AbstractMesh(*context, 0).str(), plan.mesh.str()));
   }
   return plan.mesh;
 }
@@ -588,8 +589,7 @@ std::vector<Array> run_shard_map(const ShardMapPlan& plan, std::vector<Array> ar
   if (DeviceContext* ctx = current_device_context()) {
     return run_nested(plan, std::move(args), layout, body, num_outputs, *ctx);
   }
-  Mesh context;
-  const Mesh& mesh = top_level_mesh(plan, context);
+  const Mesh& mesh = top_level_mesh(plan);
   if (!plan.mesh_from_context)
     return run_top_level(plan, std::move(args), layout, body, num_outputs);
   ShardMapPlan resolved = plan;
