@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "array_impl.h"
@@ -18,6 +19,7 @@
 #include "layout.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
+#include "vmap_internal.h"
 
 namespace spmd {
 
@@ -40,15 +42,40 @@ std::string AxisNames::str() const {
 namespace internal {
 namespace {
 
-// The axes of one collective call, resolved against the body's mesh.
+// The axes of one collective call, resolved against the enclosing vmaps' batch axes, then the
+// body's mesh.
 struct Bound {
   DeviceContext* ctx;
   std::vector<int> axes;  // mesh axis indices, caller order
   uint64_t mask = 0;
-  int64_t size = 1;  // product of the axes' sizes
+  int64_t size = 1;           // product of the axes' sizes
+  VmapFrame* vmap = nullptr;  // the batch element whose vmap axis is named, if one is
+  VmapTurns turns;            // held in the vmaps between this thread and the named axes
 };
 
-Bound bind(const AxisNames& names, const char* api) {
+// Binds `names` to an enclosing vmap's batch axis (a name shadows a mesh axis, as in JAX), or
+// takes this element's turn in each vmap passed on the way to the mesh. `communicates`: the
+// operation moves data (axis_index and axis_size do not, and need no turn).
+bool bind_vmap(const AxisNames& names, const char* api, bool communicates, Bound& b) {
+  for (VmapFrame* frame = current_vmap_frame(); frame != nullptr; frame = frame->parent()) {
+    const auto& all = names.names();
+    if (std::find(all.begin(), all.end(), frame->axis_name()) != all.end()) {
+      if (all.size() != 1) {
+        throw NotImplementedError(fmt::format(
+            "{} over {}: the vmapped axis '{}' can be combined with other axes only in psum, "
+            "pmean, pmax and pmin; run one {} per axis.",
+            api, names.str(), frame->axis_name(), api));
+      }
+      b.vmap = frame;
+      b.size = frame->size();
+      return true;
+    }
+    if (communicates) b.turns.take(frame);
+  }
+  return false;
+}
+
+Bound bind(const AxisNames& names, const char* api, bool communicates = true) {
   DeviceContext* ctx = current_device_context();
   auto unbound = [&](const std::string& name, const std::string& why) {
     return NameError(fmt::format(
@@ -59,6 +86,7 @@ Bound bind(const AxisNames& names, const char* api) {
     throw ValueError(fmt::format("{} needs at least one axis name, got ()", api));
   }
   Bound b{ctx, {}, 0, 1};
+  if (bind_vmap(names, api, communicates, b)) return b;
   for (const std::string& name : names.names()) {
     if (ctx == nullptr) throw unbound(name, " (or a pmap body)");
     const Mesh& mesh = ctx->call->mesh();
@@ -144,7 +172,17 @@ uint64_t groups_hash(const AxisIndexGroups& groups) {
 class CollectiveScope {
  public:
   CollectiveScope(const Bound& b, OpSignature sig, const AxisIndexGroups& group_list)
-      : ctx_(b.ctx) {
+      : ctx_(b.ctx), vmap_(b.vmap) {
+    if (vmap_ != nullptr) {
+      if (!group_list.empty()) {
+        throw NotImplementedError(fmt::format(
+            "axis_index_groups over the vmapped axis '{}' are not supported; split the batch "
+            "with reshape and vmap twice instead",
+            vmap_->axis_name()));
+      }
+      comm_ = &vmap_->enter(sig);
+      return;
+    }
     sig.naxes = static_cast<int>(b.axes.size());
     for (int i = 0; i < sig.naxes && i < OpSignature::kMaxAxes; ++i) {
       sig.axes[i] = static_cast<int8_t>(b.axes[i]);
@@ -153,18 +191,25 @@ class CollectiveScope {
     comm_ = &ctx_->call->enter(ctx_->rank, sig, b.axes, group_list);
   }
   ~CollectiveScope() {
-    if (std::uncaught_exceptions() == exceptions_) ctx_->call->leave(ctx_->rank);
+    if (vmap_ == nullptr && std::uncaught_exceptions() == exceptions_) {
+      ctx_->call->leave(ctx_->rank);
+    }
   }
   CollectiveScope(const CollectiveScope&) = delete;
   CollectiveScope& operator=(const CollectiveScope&) = delete;
 
   Communicator& comm() const { return *comm_; }
-  Cancel& cancel() const { return *ctx_->call; }
-  int rank() const { return ctx_->group_rank; }
-  int group_size() const { return static_cast<int>(ctx_->members->size()); }
+  Cancel& cancel() const {
+    return vmap_ != nullptr ? static_cast<Cancel&>(*vmap_) : static_cast<Cancel&>(*ctx_->call);
+  }
+  int rank() const { return vmap_ != nullptr ? vmap_->index() : ctx_->group_rank; }
+  int group_size() const {
+    return vmap_ != nullptr ? vmap_->size() : static_cast<int>(ctx_->members->size());
+  }
 
  private:
   DeviceContext* ctx_;
+  VmapFrame* vmap_;
   Communicator* comm_;
   int exceptions_ = std::uncaught_exceptions();
 };
@@ -184,12 +229,42 @@ void* data_of_mut(const Array& a) { return mut_view(a).data; }
 
 // The vma of a result: only tracked when check_vma is on.
 Array typed(Array out, const Bound& b, uint64_t vma) {
-  return with_vma(std::move(out), b.ctx->track_vma ? vma : 0);
+  return with_vma(std::move(out), b.ctx != nullptr && b.ctx->track_vma ? vma : 0);
+}
+
+// For a reduction over several axes one of which is an enclosing vmap's batch axis: that axis
+// and the others, reduced one after the other (JAX's VmapPmapCollectivesTest reduces over a vmap
+// and a pmap axis at once).
+std::optional<std::pair<AxisNames, AxisNames>> split_batch_axis(const AxisNames& axes) {
+  const std::vector<std::string>& names = axes.names();
+  if (names.size() < 2) return std::nullopt;
+  for (VmapFrame* frame = current_vmap_frame(); frame != nullptr; frame = frame->parent()) {
+    auto it = std::find(names.begin(), names.end(), frame->axis_name());
+    if (it == names.end()) continue;
+    std::vector<std::string> rest(names.begin(), it);
+    rest.insert(rest.end(), it + 1, names.end());
+    return std::make_pair(AxisNames(*it), AxisNames(std::move(rest)));
+  }
+  return std::nullopt;
 }
 
 // `group_size`, when given, receives the size of this device's group.
 Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames& axes,
              const ReduceOptions& options, const char* api, int64_t* group_size = nullptr) {
+  if (auto split = split_batch_axis(axes)) {
+    if (!options.axis_index_groups.empty()) {
+      throw NotImplementedError(fmt::format(
+          "{} over {} with axis_index_groups: groups over a vmapped axis and other axes at once "
+          "are not supported",
+          api, axes.str()));
+    }
+    int64_t batch = 1;
+    int64_t others = 1;
+    Array part = reduce(kind, op, x, split->first, {}, api, &batch);
+    Array out = reduce(kind, op, part, split->second, {}, api, &others);
+    if (group_size != nullptr) *group_size = batch * others;
+    return out;
+  }
   Bound b = bind(axes, api);
   check_groups(options.axis_index_groups, b.size, false, api);
   Array in =
@@ -537,7 +612,10 @@ Array pswapaxes(const Array& x, AxisNames axes, int axis, AllToAllOptions option
 }
 
 Array axis_index(AxisNames axes) {
-  Bound b = internal::bind(axes, "axis_index");
+  Bound b = internal::bind(axes, "axis_index", /*communicates=*/false);
+  if (b.vmap != nullptr) {
+    return internal::typed(Array::scalar(static_cast<int32_t>(b.vmap->index())), b, 0);
+  }
   int64_t pos = 0;
   const Mesh& mesh = b.ctx->call->mesh();
   for (int a : b.axes)
@@ -545,10 +623,12 @@ Array axis_index(AxisNames axes) {
   return internal::typed(Array::scalar(static_cast<int32_t>(pos)), b, b.mask);
 }
 
-int64_t axis_size(AxisNames axes) { return internal::bind(axes, "axis_size").size; }
+int64_t axis_size(AxisNames axes) {
+  return internal::bind(axes, "axis_size", /*communicates=*/false).size;
+}
 
 Array pcast(const Array& x, AxisNames axes, To to) {
-  Bound b = internal::bind(axes, "pcast");
+  Bound b = internal::bind(axes, "pcast", /*communicates=*/false);
   if (to == To::kReduced || to == To::kUnreduced) {
     throw NotImplementedError(
         "pcast to reduced/unreduced (JAX's unreduced types) is not "
@@ -559,7 +639,8 @@ Array pcast(const Array& x, AxisNames axes, To to) {
         "Got unexpected `to` value. Allowed `to` values are: To::kVarying "
         "(kReduced and kUnreduced are not supported)");
   }
-  if (!b.ctx->track_vma) return x;  // no tracking: every value counts as varying
+  // A batch axis is not tracked; without tracking every value counts as varying.
+  if (b.vmap != nullptr || !b.ctx->track_vma) return x;
   uint64_t vma = internal::vma_of(x);
   uint64_t varying = vma & b.mask;
   if (varying != 0 && varying != b.mask) {

@@ -20,6 +20,7 @@
 #include "spmd/collectives.h"
 #include "spmd/errors.h"
 #include "spmd/mesh_context.h"
+#include "vmap_internal.h"
 
 namespace spmd {
 
@@ -432,6 +433,13 @@ std::vector<Array> run_nested(const ShardMapPlan& given, std::vector<Array> args
                               DeviceContext& ctx) {
   if (ctx.pmap_depth > 0 || !given.mesh_from_context) {
     throw ValueError(context_mesh_error(given.mesh, ctx));
+  }
+  if (current_vmap_frame() != nullptr) {
+    throw NotImplementedError(fmt::format(
+        "a shard_map inside a vmap with an axis_name ('{}') inside the body of '{}': the batch "
+        "elements run on threads of their own, and a nested call needs the device's. Drop the "
+        "vmap's axis_name (its elements then run in a loop) or vmap the shard_map itself.",
+        current_vmap_frame()->axis_name(), ctx.call->fun_name()));
   }
   if (given.options.collective_timeout_s) {
     throw NotImplementedError(fmt::format(

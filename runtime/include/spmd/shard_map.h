@@ -86,6 +86,13 @@ class SpecEntry {
   SpecEntry(PartitionSpec spec) : specs_{std::move(spec)}, per_element_(false) {}
   SpecEntry(std::initializer_list<PartitionSpec> per_element)
       : specs_(per_element), per_element_(true) {}
+  // A list of one spec per element, built at run time.
+  static SpecEntry list(std::vector<PartitionSpec> per_element) {
+    SpecEntry e(PartitionSpec{});
+    e.specs_ = std::move(per_element);
+    e.per_element_ = true;
+    return e;
+  }
 
   // True for a list of one spec per element.
   bool per_element() const { return per_element_; }
@@ -108,6 +115,13 @@ class Specs {
   Specs(std::initializer_list<SpecEntry> entries) : entries_(entries), single_(false) {}
   Specs(PartitionSpec spec) : entries_{SpecEntry(std::move(spec))}, single_(true) {}
   Specs(std::vector<PartitionSpec> specs) : entries_(specs.begin(), specs.end()), single_(false) {}
+  // One entry per argument or output, built at run time.
+  static Specs list(std::vector<SpecEntry> entries) {
+    Specs s(PartitionSpec{});
+    s.entries_ = std::move(entries);
+    s.single_ = false;
+    return s;
+  }
 
   // True when one spec applies to every leaf.
   bool is_single() const { return single_; }
@@ -379,29 +393,40 @@ auto call_mapped(const F& f, Run&& run, const Args&... args) {
 
 }  // namespace internal
 
-// The callable shard_map returns. Call it with the arguments of f.
-template <class F>
-class ShardMapped {
+namespace internal {
+
+// A mapped function: f and its plan. Calling it hands f's Array leaves, their layout, a body that
+// calls f and the output count to Run (run_shard_map, run_vmap), and unflattens what Run returns.
+template <class F, class Plan,
+          std::vector<Array> (*Run)(const Plan&, std::vector<Array>, const ArgLayout&, BodyRef,
+                                    int)>
+class Mapped {
  public:
-  ShardMapped(F f, internal::ShardMapPlan plan) : f_(std::move(f)), plan_(std::move(plan)) {}
+  Mapped(F f, Plan plan) : f_(std::move(f)), plan_(std::move(plan)) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    return internal::call_mapped(
+    return call_mapped(
         f_,
-        [this](std::vector<Array> leaves, const internal::ArgLayout& layout, internal::BodyRef body,
-               int count) {
-          return internal::run_shard_map(plan_, std::move(leaves), layout, body, count);
+        [this](std::vector<Array> leaves, const ArgLayout& layout, BodyRef body, int count) {
+          return Run(plan_, std::move(leaves), layout, body, count);
         },
         args...);
   }
 
-  const internal::ShardMapPlan& plan() const { return plan_; }
+  const Plan& plan() const { return plan_; }
+  const F& function() const { return f_; }
 
  private:
   F f_;
-  internal::ShardMapPlan plan_;
+  Plan plan_;
 };
+
+}  // namespace internal
+
+// The callable shard_map returns. Call it with the arguments of f.
+template <class F>
+using ShardMapped = internal::Mapped<F, internal::ShardMapPlan, &internal::run_shard_map>;
 
 namespace internal {
 // Both shard_map overloads: the plan, with the function's name for messages.

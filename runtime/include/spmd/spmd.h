@@ -34,3 +34,4 @@
 #include "spmd/random.h"
 #include "spmd/shard_map.h"
 #include "spmd/sharding.h"
+#include "spmd/vmap.h"

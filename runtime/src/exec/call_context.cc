@@ -11,6 +11,7 @@
 #include "exec/processes.h"
 #include "spmd/errors.h"
 #include "spmd/shard_map.h"
+#include "vmap_internal.h"
 
 namespace spmd::internal {
 namespace {
@@ -35,10 +36,14 @@ int64_t mixed_radix(const Mesh& mesh, const std::vector<int64_t>& coords,
 
 DeviceContext* current_device_context() { return tls_device_context; }
 
-DeviceScope::DeviceScope(DeviceContext* ctx) : previous_(tls_device_context) {
+DeviceScope::DeviceScope(DeviceContext* ctx)
+    : previous_(tls_device_context), previous_frame_(swap_vmap_frame(nullptr)) {
   tls_device_context = ctx;
 }
-DeviceScope::~DeviceScope() { tls_device_context = previous_; }
+DeviceScope::~DeviceScope() {
+  tls_device_context = previous_;
+  swap_vmap_frame(previous_frame_);
+}
 
 GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key) {
   std::vector<int> others;

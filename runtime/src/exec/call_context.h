@@ -226,7 +226,10 @@ DeviceContext* current_device_context();
 // throws instead of returning into that code.
 std::vector<Array> call_body(const BodyRef& body, const std::vector<Array>& blocks);
 
-// Installs `ctx` as this thread's context for its lifetime.
+class VmapFrame;
+
+// Installs `ctx` as this thread's context for its lifetime. A vmap batch element this thread ran
+// is hidden meanwhile: a body does not run inside the vmap that launched its call.
 class DeviceScope {
  public:
   explicit DeviceScope(DeviceContext* ctx);
@@ -236,6 +239,7 @@ class DeviceScope {
 
  private:
   DeviceContext* previous_;
+  VmapFrame* previous_frame_;
 };
 
 }  // namespace spmd::internal

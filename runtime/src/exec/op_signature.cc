@@ -72,6 +72,10 @@ std::string OpSignature::describe(const Mesh& mesh) const {
     axes_str += fmt::format("'{}'", mesh.axis_names()[axes[i]]);
   }
   if (naxes != 1) axes_str = "(" + axes_str + ")";
+  return describe_over(axes_str);
+}
+
+std::string OpSignature::describe_over(const std::string& axes_str) const {
   if (kind == CollectiveKind::kBarrier) return fmt::format("barrier over {}", axes_str);
   std::string dims_str;
   for (int d = 0; d < ndim; ++d) {

@@ -48,6 +48,8 @@ struct OpSignature {
   uint64_t hash() const;
   // "psum of f32[4,2] over 'i'", the form used in mismatch and timeout messages.
   std::string describe(const Mesh& mesh) const;
+  // The same with the axes already written ("'b'"), for axes that are not mesh axes (vmap's).
+  std::string describe_over(const std::string& axes_str) const;
 };
 
 // Mixes `value` into `seed` (for shapes, groups and permutations).
