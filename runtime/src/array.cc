@@ -372,10 +372,17 @@ std::vector<std::string> format_elements(const Array& a) {
     case DType::kBool:
       for (bool b : a.to_vector<bool>()) items.push_back(b ? "True" : "False");
       return items;
+    case DType::kInt8:
+    case DType::kInt16:
     case DType::kInt32:
     case DType::kInt64:
+    case DType::kUInt8:
+    case DType::kUInt16:
     case DType::kUInt32:
       for (int64_t v : a.to_vector<int64_t>()) items.push_back(std::to_string(v));
+      return items;
+    case DType::kUInt64:  // past int64's range
+      for (uint64_t v : a.to_vector<uint64_t>()) items.push_back(std::to_string(v));
       return items;
     case DType::kFloat64:
       for (double v : a.to_vector<double>()) items.push_back(fmt::format("{}", v));

@@ -22,7 +22,42 @@ struct DTypeInfo {
 constexpr DTypeInfo kDTypeInfo[] = {
     {"bool", "bool", 1},   {"int32", "i32", 4},     {"int64", "i64", 8},   {"uint32", "u32", 4},
     {"float16", "f16", 2}, {"bfloat16", "bf16", 2}, {"float32", "f32", 4}, {"float64", "f64", 8},
+    {"int8", "i8", 1},     {"int16", "i16", 2},     {"uint8", "u8", 1},    {"uint16", "u16", 2},
+    {"uint64", "u64", 8},
 };
+
+// JAX's promotion lattice (dtype.h) as edges to the types each one promotes to directly. kNone
+// marks the end of a list; float* (JAX's weak float, between the 64-bit integers and the floats)
+// is the pseudo-node kWeakFloat.
+constexpr int kNone = -1;
+constexpr int kWeakFloat = static_cast<int>(std::size(kDTypeInfo));
+constexpr int kNodes = kWeakFloat + 1;
+constexpr int node(DType dt) { return static_cast<int>(dt); }
+constexpr int kLattice[kNodes][3] = {
+    /* bool */ {node(DType::kUInt8), node(DType::kInt8), kNone},
+    /* int32 */ {node(DType::kInt64), kNone, kNone},
+    /* int64 */ {kWeakFloat, kNone, kNone},
+    /* uint32 */ {node(DType::kUInt64), node(DType::kInt64), kNone},
+    /* float16 */ {node(DType::kFloat32), kNone, kNone},
+    /* bfloat16 */ {node(DType::kFloat32), kNone, kNone},
+    /* float32 */ {node(DType::kFloat64), kNone, kNone},
+    /* float64 */ {kNone, kNone, kNone},
+    /* int8 */ {node(DType::kInt16), kNone, kNone},
+    /* int16 */ {node(DType::kInt32), kNone, kNone},
+    /* uint8 */ {node(DType::kUInt16), node(DType::kInt16), kNone},
+    /* uint16 */ {node(DType::kUInt32), node(DType::kInt32), kNone},
+    /* uint64 */ {kWeakFloat, kNone, kNone},
+    /* float* */ {node(DType::kBFloat16), node(DType::kFloat16), kNone},
+};
+
+// Bit n of upper_bounds(a): a promotes to node n (itself included).
+constexpr uint32_t upper_bounds(int a) {
+  uint32_t bounds = uint32_t{1} << a;
+  for (int next : kLattice[a]) {
+    if (next != kNone) bounds |= upper_bounds(next);
+  }
+  return bounds;
+}
 
 const DTypeInfo& info(DType dt) {
   const auto index = static_cast<size_t>(dt);
@@ -70,28 +105,19 @@ bool is_floating(DType dt) {
          dt == DType::kFloat64;
 }
 
-bool is_integer(DType dt) {
-  return dt == DType::kInt32 || dt == DType::kInt64 || dt == DType::kUInt32;
-}
+bool is_integer(DType dt) { return !is_floating(dt) && dt != DType::kBool; }
 
 DType promote_types(DType a, DType b) {
   info(a);  // rejects invalid enumerators before they take part in the lattice
   info(b);
-  if (a == b) return a;
-  if (a == DType::kBool) return b;
-  if (b == DType::kBool) return a;
-  const bool a_float = is_floating(a);
-  const bool b_float = is_floating(b);
-  // Any two distinct integer types (i32/u32, or either with i64) join at int64.
-  if (!a_float && !b_float) return DType::kInt64;
-  if (!a_float) return b;
-  if (!b_float) return a;
-  const auto width = [](DType dt) {
-    return dt == DType::kFloat64 ? 2 : dt == DType::kFloat32 ? 1 : 0;
-  };
-  // Distinct floats of equal width are float16 and bfloat16, which join at float32.
-  if (width(a) == width(b)) return DType::kFloat32;
-  return width(a) > width(b) ? a : b;
+  // The least common upper bound: the one whose own upper bounds hold all the common ones.
+  const uint32_t common = upper_bounds(node(a)) & upper_bounds(node(b));
+  for (int n = 0; n < kNodes; ++n) {
+    if ((common >> n & 1) && (upper_bounds(n) & common) == common) {
+      return n == kWeakFloat ? DType::kFloat64 : static_cast<DType>(n);
+    }
+  }
+  return DType::kFloat64;  // unreachable: float64 bounds every type
 }
 
 DType promote_with_scalar(DType array_dtype, bool scalar_is_float) {

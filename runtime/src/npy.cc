@@ -38,7 +38,9 @@ struct NpyType {
 constexpr NpyType kTypes[] = {
     {DType::kBool, "|b1"},    {DType::kInt32, "<i4"},   {DType::kInt64, "<i8"},
     {DType::kUInt32, "<u4"},  {DType::kFloat16, "<f2"}, {DType::kBFloat16, "<V2"},
-    {DType::kFloat32, "<f4"}, {DType::kFloat64, "<f8"},
+    {DType::kFloat32, "<f4"}, {DType::kFloat64, "<f8"}, {DType::kInt8, "|i1"},
+    {DType::kInt16, "<i2"},   {DType::kUInt8, "|u1"},   {DType::kUInt16, "<u2"},
+    {DType::kUInt64, "<u8"},
 };
 
 std::string_view descr_of(DType dt) {
@@ -173,8 +175,9 @@ class HeaderParser {
 std::pair<DType, bool> dtype_of_descr(const std::string& descr, const std::string& name) {
   auto unsupported = [&]() {
     return TypeError(fmt::format(
-        "load('{}'): spmd has no dtype for the .npy type '{}'; spmd reads bool, int32, int64, "
-        "uint32, float16, bfloat16 (2-byte void, as ml_dtypes writes it), float32 and float64. "
+        "load('{}'): spmd has no dtype for the .npy type '{}'; spmd reads bool, int8 to int64, "
+        "uint8 to uint64, float16, bfloat16 (2-byte void, as ml_dtypes writes it), float32 and "
+        "float64. "
         "Convert the array in NumPy first, e.g. np.save(path, a.astype(np.int32)).",
         name, descr));
   };

@@ -47,7 +47,15 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 // The floating type jnp gives integer inputs of transcendental ops and true division.
 DType inexact(DType dt) {
   if (is_floating(dt)) return dt;
-  return dt == DType::kInt64 ? DType::kFloat64 : DType::kFloat32;
+  return itemsize(dt) == 8 ? DType::kFloat64 : DType::kFloat32;
+}
+
+// The dtype jnp.sum and jnp.prod accumulate in: bool and integers narrower than 32 bits widen to
+// int32 (uint32 for unsigned ones), JAX's default integer types.
+DType summed(DType dt) {
+  if (dt == DType::kBool || dt == DType::kInt8 || dt == DType::kInt16) return DType::kInt32;
+  if (dt == DType::kUInt8 || dt == DType::kUInt16) return DType::kUInt32;
+  return dt;
 }
 
 Array unary(internal::UnaryOp op, const Array& x, DType dtype) {
@@ -345,13 +353,13 @@ Array clip(const Array& x, const Array& min, const Array& max) {
 // ---- reductions ----
 
 Array sum(const Array& x, Axes axes, bool keepdims) {
-  DType dt = x.dtype() == DType::kBool ? DType::kInt32 : x.dtype();
+  DType dt = summed(x.dtype());
   return reduce(internal::ReduceOp::kSum, x.dtype() == dt ? x : astype(x, dt),
                 normalize_axes(axes, x.ndim()), keepdims, dt);
 }
 
 Array prod(const Array& x, Axes axes, bool keepdims) {
-  DType dt = x.dtype() == DType::kBool ? DType::kInt32 : x.dtype();
+  DType dt = summed(x.dtype());
   return reduce(internal::ReduceOp::kProd, x.dtype() == dt ? x : astype(x, dt),
                 normalize_axes(axes, x.ndim()), keepdims, dt);
 }

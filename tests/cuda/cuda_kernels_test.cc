@@ -24,8 +24,10 @@
 namespace spmd::internal::cuda {
 namespace {
 
-constexpr DType kAll[] = {DType::kBool,    DType::kInt32,    DType::kInt64,   DType::kUInt32,
-                          DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
+constexpr DType kAll[] = {DType::kBool,   DType::kInt8,    DType::kInt16,    DType::kInt32,
+                          DType::kInt64,  DType::kUInt8,   DType::kUInt16,   DType::kUInt32,
+                          DType::kUInt64, DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                          DType::kFloat64};
 
 // Why there is no GPU to test on, or "" when there is one.
 std::string no_gpu_reason() {

@@ -494,6 +494,15 @@ TEST_P(Collectives, PsumDtypes) {
   // int32 sums wrap like XLA's.
   Array big = full({4}, 1 << 30, DType::kInt32);
   EXPECT_ARRAY_EQ(f(big), full({4}, 0, DType::kInt32));
+  // psum keeps narrow integer types (unlike jnp.sum) and wraps in them.
+  EXPECT_ARRAY_EQ(f(full({4}, 100, DType::kInt8)), full({4}, -112, DType::kInt8));
+  EXPECT_ARRAY_EQ(f(full({4}, 70, DType::kUInt8)), full({4}, 24, DType::kUInt8));
+  auto pmax_f = pmap([](const Array& x) { return pmax(x, "i"); }, 4);
+  EXPECT_ARRAY_EQ(pmax_f(arange(4).astype(DType::kUInt16) * 20000),
+                  full({4}, 60000, DType::kUInt16));
+  Array huge = Array::from_vector<uint64_t>({1, 2, 3, 18446744073709551610u});
+  EXPECT_ARRAY_EQ(f(huge), Array::from_vector<uint64_t>({0, 0, 0, 0}));
+  EXPECT_ARRAY_EQ(pmax_f(huge), full({4}, 1, DType::kUInt64) * huge[3]);
 }
 
 TEST_P(Collectives, HalfFloatsAccumulateInFloat32AndRoundOnce) {

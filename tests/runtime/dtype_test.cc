@@ -164,6 +164,9 @@ TEST(DTypeTest, NamesAndSizes) {
       {DType::kInt64, "int64", "i64", 8},     {DType::kUInt32, "uint32", "u32", 4},
       {DType::kFloat16, "float16", "f16", 2}, {DType::kBFloat16, "bfloat16", "bf16", 2},
       {DType::kFloat32, "float32", "f32", 4}, {DType::kFloat64, "float64", "f64", 8},
+      {DType::kInt8, "int8", "i8", 1},        {DType::kInt16, "int16", "i16", 2},
+      {DType::kUInt8, "uint8", "u8", 1},      {DType::kUInt16, "uint16", "u16", 2},
+      {DType::kUInt64, "uint64", "u64", 8},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(dtype_name(row.dt), row.name);
@@ -177,7 +180,8 @@ TEST(DTypeTest, NamesAndSizes) {
 TEST(DTypeTest, Kinds) {
   EXPECT_FALSE(is_floating(DType::kBool));
   EXPECT_FALSE(is_integer(DType::kBool));
-  for (DType dt : {DType::kInt32, DType::kInt64, DType::kUInt32}) {
+  for (DType dt : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+                   DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
     EXPECT_TRUE(is_integer(dt));
     EXPECT_FALSE(is_floating(dt));
   }
@@ -202,23 +206,30 @@ TEST(DTypeTest, ShapeStrings) {
 }
 
 TEST(DTypeTest, PromotionTable) {
-  constexpr DType b = DType::kBool, i32 = DType::kInt32, i64 = DType::kInt64, u32 = DType::kUInt32,
-                  f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32,
-                  f64 = DType::kFloat64;
-  constexpr DType kAll[] = {b, i32, i64, u32, f16, bf16, f32, f64};
-  // Row a, column b, in kAll order.
-  constexpr DType kExpected[8][8] = {
-      {b, i32, i64, u32, f16, bf16, f32, f64},        // bool
-      {i32, i32, i64, i64, f16, bf16, f32, f64},      // int32
-      {i64, i64, i64, i64, f16, bf16, f32, f64},      // int64
-      {u32, i64, i64, u32, f16, bf16, f32, f64},      // uint32
-      {f16, f16, f16, f16, f16, f32, f32, f64},       // float16
-      {bf16, bf16, bf16, bf16, f32, bf16, f32, f64},  // bfloat16
-      {f32, f32, f32, f32, f32, f32, f32, f64},       // float32
-      {f64, f64, f64, f64, f64, f64, f64, f64},       // float64
+  constexpr DType b = DType::kBool, i8 = DType::kInt8, i16 = DType::kInt16, i32 = DType::kInt32,
+                  i64 = DType::kInt64, u8 = DType::kUInt8, u16 = DType::kUInt16,
+                  u32 = DType::kUInt32, u64 = DType::kUInt64, f16 = DType::kFloat16,
+                  bf16 = DType::kBFloat16, f32 = DType::kFloat32, f64 = DType::kFloat64;
+  constexpr DType kAll[] = {b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64};
+  // Row a, column b, in kAll order: jnp.promote_types(a, b) on JAX 0.10.2 with x64 enabled
+  // (spmd keeps the 64-bit types JAX would truncate without it).
+  constexpr DType kExpected[13][13] = {
+      {b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64},               // bool
+      {i8, i8, i16, i32, i64, i16, i32, i64, f64, f16, bf16, f32, f64},             // int8
+      {i16, i16, i16, i32, i64, i16, i32, i64, f64, f16, bf16, f32, f64},           // int16
+      {i32, i32, i32, i32, i64, i32, i32, i64, f64, f16, bf16, f32, f64},           // int32
+      {i64, i64, i64, i64, i64, i64, i64, i64, f64, f16, bf16, f32, f64},           // int64
+      {u8, i16, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64},             // uint8
+      {u16, i32, i32, i32, i64, u16, u16, u32, u64, f16, bf16, f32, f64},           // uint16
+      {u32, i64, i64, i64, i64, u32, u32, u32, u64, f16, bf16, f32, f64},           // uint32
+      {u64, f64, f64, f64, f64, u64, u64, u64, u64, f16, bf16, f32, f64},           // uint64
+      {f16, f16, f16, f16, f16, f16, f16, f16, f16, f16, f32, f32, f64},            // float16
+      {bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, f32, bf16, f32, f64},  // bfloat16
+      {f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f64},            // float32
+      {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64},            // float64
   };
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 8; ++j) {
+  for (int i = 0; i < 13; ++i) {
+    for (int j = 0; j < 13; ++j) {
       EXPECT_EQ(promote_types(kAll[i], kAll[j]), kExpected[i][j])
           << dtype_name(kAll[i]) << " + " << dtype_name(kAll[j]);
     }
@@ -228,7 +239,8 @@ TEST(DTypeTest, PromotionTable) {
 TEST(DTypeTest, PromoteWithWeakScalar) {
   EXPECT_EQ(promote_with_scalar(DType::kBool, false), DType::kInt32);
   EXPECT_EQ(promote_with_scalar(DType::kBool, true), DType::kFloat32);
-  for (DType dt : {DType::kInt32, DType::kInt64, DType::kUInt32}) {
+  for (DType dt : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+                   DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
     EXPECT_EQ(promote_with_scalar(dt, false), dt);
     EXPECT_EQ(promote_with_scalar(dt, true), DType::kFloat32);
   }

@@ -24,10 +24,14 @@ def expected(name):
   i = np.arange(6)
   if name == "bool":
     return (i % 3 == 0).reshape(SHAPE)
-  if name in ("int32", "int64"):
+  if name in ("int8", "int16", "int32", "int64"):
     return (i * 7 - 20).astype(name).reshape(SHAPE)
+  if name in ("uint8", "uint16"):
+    return (i * 40).astype(name).reshape(SHAPE)
   if name == "uint32":
     return (i * 700000000).astype(np.uint32).reshape(SHAPE)
+  if name == "uint64":  # past int64's range
+    return (i.astype(np.uint64) * np.uint64(3000000000000000000)).reshape(SHAPE)
   if name == "bfloat16":
     # (i - 2.5) * 0.75 is exact in bfloat16: the float32 bits' upper halves.
     f = ((i - 2.5) * 0.75).astype(np.float32)
@@ -37,7 +41,8 @@ def expected(name):
 
 def main():
   folder = sys.argv[1]
-  for name in ("bool", "int32", "int64", "uint32", "float16", "bfloat16", "float32", "float64"):
+  for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "bfloat16", "float32", "float64"):
     want = expected(name)
     got = np.load(os.path.join(folder, f"spmd_{name}.npy"))
     if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():

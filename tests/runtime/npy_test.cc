@@ -27,7 +27,8 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-constexpr DType kEveryDType[] = {bool_, int32, int64, uint32, float16, bfloat16, float32, float64};
+constexpr DType kEveryDType[] = {bool_,  int8,   int16,   int32,    int64,   uint8,  uint16,
+                                 uint32, uint64, float16, bfloat16, float32, float64};
 
 // The 2x3 array of dtype `dt` that npy_numpy_check.py expects (the same formulas).
 Array expected(DType dt) {
@@ -35,10 +36,14 @@ Array expected(DType dt) {
   Array values;
   if (dt == bool_) {
     values = i % 3 == 0;
-  } else if (dt == int32 || dt == int64) {
+  } else if (dt == int8 || dt == int16 || dt == int32 || dt == int64) {
     values = (i * 7 - 20).astype(dt);
+  } else if (dt == uint8 || dt == uint16) {
+    values = (i * 40).astype(dt);
   } else if (dt == uint32) {
     values = i.astype(uint32) * 700000000u;
+  } else if (dt == uint64) {  // past int64's range
+    values = i.astype(uint64) * Array::scalar<uint64_t>(3000000000000000000u);
   } else {
     values = ((i.astype(float64) - 2.5) * 0.75).astype(dt);
   }
@@ -164,9 +169,9 @@ TEST(NpyTest, RejectsMalformedFilesWithTheReason) {
   EXPECT_THAT(error_of(good.substr(0, good.size() - 3)),
               HasSubstr("the data is truncated (expected 24 bytes, found 21)"));
   EXPECT_THAT(error_of(good.substr(0, 20)), HasSubstr("the header is truncated"));
-  EXPECT_THAT(
-      error_of(npy_file(1, "{'descr': '<i2', 'fortran_order': False, 'shape': (1,), }", "ab")),
-      HasSubstr("spmd has no dtype for the .npy type '<i2'"));
+  EXPECT_THAT(error_of(npy_file(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+                                "abcdefgh")),
+              HasSubstr("spmd has no dtype for the .npy type '<c8'"));
   EXPECT_THAT(error_of(npy_file(
                   1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", "")),
               HasSubstr("structured dtype"));

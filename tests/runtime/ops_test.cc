@@ -801,5 +801,63 @@ TEST(OpsTest, CopyAndArrayEqual) {
   EXPECT_TRUE(array_equal(Array::scalar<float>(1), ones({})));
 }
 
+// ---- int8, int16, uint8, uint16, uint64 (values from JAX 0.10.2) ----
+
+// Equal dtype, shape and elements, printing both otherwise.
+#define EXPECT_SAME(actual, expected) \
+  EXPECT_TRUE(array_equal((actual), (expected))) << (actual).str() << " vs " << (expected).str()
+
+TEST(OpsTest, NarrowIntegersWrapLikeJax) {
+  auto i8 = [](std::vector<int8_t> v) { return Array::from_vector(v); };
+  auto u8 = [](std::vector<uint8_t> v) { return Array::from_vector(v); };
+  auto u16 = [](std::vector<uint16_t> v) { return Array::from_vector(v); };
+  EXPECT_SAME(i8({100, -128, 127}) + i8({100, -1, 1}), i8({-56, 127, -128}));
+  EXPECT_SAME(u8({200, 255, 16}) * u8({200, 255, 16}), u8({64, 1, 0}));
+  // 65535 * 65535 overflows C++'s int, which 16-bit operands promote to: computed unsigned.
+  EXPECT_SAME(u16({65535, 300}) * u16({65535, 300}), u16({1, 24464}));
+  EXPECT_SAME(-Array::from_vector<int16_t>({-32768, 5}), Array::from_vector<int16_t>({-32768, -5}));
+  EXPECT_SAME(u8({1, 250}) + 300, u8({45, 38}));  // the literal wraps into uint8
+  EXPECT_SAME(i8({0, 1}) + 128, i8({-128, -127}));
+  EXPECT_SAME(power(u8({3, 2}), u8({5, 9})), u8({243, 0}));
+  EXPECT_SAME(abs(i8({-128, -3})), i8({-128, 3}));
+  EXPECT_SAME(floor_divide(i8({7, -7}), i8({2, 2})), i8({3, -4}));
+  EXPECT_SAME(Array::from_vector<int16_t>({7, -7}) % Array::from_vector<int16_t>({3, 3}),
+              Array::from_vector<int16_t>({1, 2}));
+  EXPECT_SAME(maximum(u8({1, 200}), u8({3, 100})), u8({3, 200}));
+  Array u64 = Array::from_vector<uint64_t>({18446744073709551615u});
+  EXPECT_SAME(u64 + Array::from_vector<uint64_t>({2}), Array::from_vector<uint64_t>({1}));
+}
+
+TEST(OpsTest, NarrowIntegerReductionsAndConversions) {
+  Array s = sum(Array::from_vector<int8_t>({100, 100, -50}));
+  EXPECT_EQ(s.dtype(), int32);  // jnp.sum widens to the default int (int64 with x64 on)
+  EXPECT_EQ(s.item<int32_t>(), 150);
+  EXPECT_SAME(sum(Array::from_vector<uint16_t>({65535, 65535})), Array::scalar<uint32_t>(131070));
+  EXPECT_SAME(prod(Array::from_vector<uint8_t>({200, 200})), Array::scalar<uint32_t>(40000));
+  EXPECT_SAME(mean(Array::from_vector<int8_t>({1, 2})), Array::scalar<float>(1.5f));
+  EXPECT_SAME(max(Array::from_vector<uint8_t>({3, 250})), Array::scalar<uint8_t>(250));
+  EXPECT_EQ(sin(Array::from_vector<int16_t>({1})).dtype(), float32);
+  EXPECT_EQ(divide(Array::from_vector<int8_t>({7}), Array::from_vector<int8_t>({2})).item<float>(),
+            3.5f);
+  Array f = Array::from_vector<float>({300.7f, -300.2f, std::nanf(""), -1.9f});
+  EXPECT_SAME(f.astype(int8), Array::from_vector<int8_t>({127, -128, 0, -1}));  // saturates
+  EXPECT_SAME(Array::from_vector<float>({300.7f, -3.2f, 255.9f, 1.9f}).astype(uint8),
+              Array::from_vector<uint8_t>({255, 0, 255, 1}));
+  EXPECT_SAME(Array::from_vector<double>({1e20, -1.0, 3.5}).astype(uint64),
+              Array::from_vector<uint64_t>({18446744073709551615u, 0, 3}));
+  EXPECT_SAME(Array::from_vector<int32_t>({300, -129}).astype(int8),  // int -> int wraps
+              Array::from_vector<int8_t>({44, 127}));
+  Array mixed = Array::from_vector<uint64_t>({3}) + Array::from_vector<int64_t>({-1});
+  EXPECT_SAME(mixed, Array::from_vector<double>({2.0}));  // uint64 + int64 -> float64
+  EXPECT_EQ((Array::from_vector<uint8_t>({1}) + Array::from_vector<int8_t>({1})).dtype(), int16);
+}
+
+TEST(OpsTest, NarrowIntegersPrint) {
+  EXPECT_EQ(Array::from_vector<int8_t>({-128, 127}).str(), "[-128, 127]");
+  EXPECT_EQ(Array::from_vector<uint64_t>({18446744073709551615u, 1}).str(),
+            "[18446744073709551615, 1]");  // past int64's range
+  EXPECT_EQ(Array::from_vector<uint16_t>({65535}).str(), "[65535]");
+}
+
 }  // namespace
 }  // namespace spmd

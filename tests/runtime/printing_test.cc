@@ -61,8 +61,10 @@ TEST(DTypeConstantsTest, AreJaxNamesOfEveryDType) {
   static_assert(bool_ == DType::kBool && int32 == DType::kInt32 && int64 == DType::kInt64 &&
                 uint32 == DType::kUInt32 && float16 == DType::kFloat16 &&
                 bfloat16 == DType::kBFloat16 && float32 == DType::kFloat32 &&
-                float64 == DType::kFloat64);
-  for (DType dt : {bool_, int32, int64, uint32, float16, bfloat16, float32, float64}) {
+                float64 == DType::kFloat64 && int8 == DType::kInt8 && int16 == DType::kInt16 &&
+                uint8 == DType::kUInt8 && uint16 == DType::kUInt16 && uint64 == DType::kUInt64);
+  for (DType dt : {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+                   bfloat16, float32, float64}) {
     EXPECT_EQ(zeros({2, 3}, dt).dtype(), dt) << dt;
     EXPECT_EQ(arange(3).astype(dt).dtype(), dt) << dt;
     EXPECT_EQ(fmt::format("{}", dt), dtype_name(dt));

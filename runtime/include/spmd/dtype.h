@@ -4,13 +4,18 @@
 // Element types of spmd arrays and JAX's type-promotion rules.
 //
 // spmd follows JAX with x64 disabled for its defaults (`arange` gives int32, float literals give
-// float32) but keeps int64/float64 as explicit dtypes. Promotion follows JAX's lattice:
+// float32) but keeps 64-bit types as explicit dtypes, joined as JAX does with x64 enabled.
+// Promotion follows JAX's lattice (a -> b: a promotes to b):
 //
-//   bool -> {uint32, int32} -> int64 -> {bfloat16, float16} -> float32 -> float64
+//   bool -> {uint8, int8};  uint8 -> {uint16, int16};  uint16 -> {uint32, int32};
+//   uint32 -> {uint64, int64};  int8 -> int16 -> int32 -> int64;  {uint64, int64} -> float*;
+//   float* -> {bfloat16, float16} -> float32 -> float64
 //
-// where the join of two unrelated nodes is the next common node (uint32+int32 -> int64,
-// bfloat16+float16 -> float32). A Python-style "weak" scalar (a C++ literal in `x + 2`) takes the
-// array's dtype unless the kinds differ (an int array plus 2.5 gives float32).
+// where the join of two types is the least type both promote to (uint8+int8 -> int16,
+// uint32+int32 -> int64, bfloat16+float16 -> float32), and float* (JAX's weak float) stands for
+// float64: uint64+int64 -> float64. A Python-style "weak" scalar (a C++ literal in `x + 2`) takes
+// the array's dtype unless the kinds differ (an int array plus 2.5 gives float32); an integer
+// literal wraps into the array's type as in JAX (a uint8 array plus 300 adds 44).
 //
 // Every dtype also has JAX's name as a constant (spmd::float32 for jnp.float32), usable wherever
 // a DType is. The 16-bit float element types are spmd::float16_t and spmd::bfloat16_t (the
@@ -33,13 +38,33 @@
 
 namespace spmd {
 
-enum class DType { kBool, kInt32, kInt64, kUInt32, kFloat16, kBFloat16, kFloat32, kFloat64 };
+// (The enumerators' order is not meaningful: types added later come last.)
+enum class DType {
+  kBool,
+  kInt32,
+  kInt64,
+  kUInt32,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+  kInt8,
+  kInt16,
+  kUInt8,
+  kUInt16,
+  kUInt64,
+};
 
 // JAX's dtype names (jnp.float32, ...). bool_ is jnp.bool_ (bool is a C++ keyword).
 inline constexpr DType bool_ = DType::kBool;
 inline constexpr DType int32 = DType::kInt32;
 inline constexpr DType int64 = DType::kInt64;
 inline constexpr DType uint32 = DType::kUInt32;
+inline constexpr DType int8 = DType::kInt8;
+inline constexpr DType int16 = DType::kInt16;
+inline constexpr DType uint8 = DType::kUInt8;
+inline constexpr DType uint16 = DType::kUInt16;
+inline constexpr DType uint64 = DType::kUInt64;
 inline constexpr DType float16 = DType::kFloat16;
 inline constexpr DType bfloat16 = DType::kBFloat16;
 inline constexpr DType float32 = DType::kFloat32;
@@ -77,18 +102,18 @@ struct bfloat16_t {
 
 // Bytes per element.
 int64_t itemsize(DType dt);
-// JAX's name: "bool", "int32", "int64", "uint32", "float16", "bfloat16", "float32", "float64".
+// JAX's name: "bool", "int8", "int16", "int32", "int64", "uint8", ..., "bfloat16", "float32".
 std::string_view dtype_name(DType dt);
 // Prints dtype_name(dt).
 std::ostream& operator<<(std::ostream& os, DType dt);
-// JAX's short form used in shapes such as f32[4,2]: "bool", "i32", "i64", "u32", "f16", "bf16",
-// "f32", "f64".
+// JAX's short form used in shapes such as f32[4,2]: "bool", "i8", "i16", "i32", "i64", "u8",
+// "u16", "u32", "u64", "f16", "bf16", "f32", "f64".
 std::string_view dtype_short_name(DType dt);
 // "f32[4,2]", the form JAX error messages use for an array type.
 std::string type_string(DType dt, const Shape& shape);
 
 bool is_floating(DType dt);
-bool is_integer(DType dt);  // int32, int64, uint32 (not bool)
+bool is_integer(DType dt);  // the signed and unsigned integer types (not bool)
 
 // The dtype of a binary operation between arrays of dtypes a and b.
 DType promote_types(DType a, DType b);
@@ -115,6 +140,26 @@ struct dtype_of<int64_t> {
 template <>
 struct dtype_of<uint32_t> {
   static constexpr DType value = DType::kUInt32;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
+struct dtype_of<int16_t> {
+  static constexpr DType value = DType::kInt16;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::kUInt8;
+};
+template <>
+struct dtype_of<uint16_t> {
+  static constexpr DType value = DType::kUInt16;
+};
+template <>
+struct dtype_of<uint64_t> {
+  static constexpr DType value = DType::kUInt64;
 };
 template <>
 struct dtype_of<float16_t> {

@@ -9,12 +9,13 @@
 // writes for the same array. load reads versions 1.0, 2.0 and 3.0, either byte order and
 // Fortran order, and returns a host array on the default device.
 //
-// dtypes: bool '|b1', int32 '<i4', int64 '<i8', uint32 '<u4', float16 '<f2', float32 '<f4',
-// float64 '<f8', and bfloat16 '<V2'. NumPy has no bfloat16: ml_dtypes' bfloat16 (what JAX uses)
-// is a 2-byte type that np.save writes as '<V2', so spmd writes the same, and load reads any
-// 2-byte void ('<V2', '|V2') as bfloat16. In NumPy, `np.load(path).view(ml_dtypes.bfloat16)`
-// gives the values back. Other dtypes (int8, uint64, complex64, structured, object, ...) are a
-// TypeError naming the dtype and the conversion to do in NumPy.
+// dtypes: bool '|b1', int8 '|i1', int16 '<i2', int32 '<i4', int64 '<i8', uint8 '|u1', uint16
+// '<u2', uint32 '<u4', uint64 '<u8', float16 '<f2', float32 '<f4', float64 '<f8', and bfloat16
+// '<V2'. NumPy has no bfloat16: ml_dtypes' bfloat16 (what JAX uses) is a 2-byte type that np.save
+// writes as '<V2', so spmd writes the same, and load reads any 2-byte void ('<V2', '|V2') as
+// bfloat16. In NumPy, `np.load(path).view(ml_dtypes.bfloat16)` gives the values back. Other
+// dtypes (complex64, structured, object, ...) are a TypeError naming the dtype and the
+// conversion to do in NumPy.
 //
 // Example:
 //   spmd::save("x.npy", spmd::arange(6).reshape({2, 3}));   // np.load("x.npy"): int32 (2, 3)

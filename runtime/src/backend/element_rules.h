@@ -72,9 +72,8 @@ bool dispatch_first(Match match, F& f) {
 template <class F>
 void dispatch(DType dt, F&& f) {
   const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
-  const bool known =
-      dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float, double>(is_dt,
-                                                                                             f);
+  const bool known = dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float,
+                                    double, int8_t, int16_t, uint8_t, uint16_t, uint64_t>(is_dt, f);
   if (!known) throw ValueError("invalid dtype " + std::to_string(static_cast<int>(dt)));
 }
 
@@ -86,10 +85,15 @@ void dispatch_bits(DType dt, F&& f) {
   dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
 }
 
-// Integer arithmetic in the unsigned type of the same width, so that overflow wraps.
+// Integer arithmetic in an unsigned type at least as wide, so that overflow wraps: the type's own
+// unsigned type, or unsigned int for 8- and 16-bit types (which C++ would otherwise promote to
+// int, where uint16 * uint16 can overflow).
 template <class C>
-using Wrapping = typename std::conditional_t<std::is_integral_v<C>, std::make_unsigned<C>,
-                                             std::type_identity<C>>::type;
+using Wrapping = typename std::conditional_t<
+    std::is_integral_v<C>,
+    std::conditional_t<(sizeof(C) < sizeof(unsigned)), std::type_identity<unsigned>,
+                       std::make_unsigned<C>>,
+    std::type_identity<C>>::type;
 
 template <class C>
 SPMD_HOST_DEVICE C wrap_add(C a, C b) {

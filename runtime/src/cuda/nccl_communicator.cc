@@ -33,6 +33,19 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclFloat32;
     case DType::kFloat64:
       return ncclFloat64;
+    case DType::kInt8:
+      return ncclInt8;
+    case DType::kUInt8:
+      return ncclUint8;
+    case DType::kUInt64:
+      return ncclUint64;
+    case DType::kInt16:
+    case DType::kUInt16:
+      throw NotImplementedError(
+          fmt::format("a reduction of {} between GPUs: NCCL has no 16-bit integer type. Reduce an "
+                      "astype(int32) "
+                      "copy and convert back.",
+                      dtype_name(dtype)));
   }
   throw ValueError(fmt::format("invalid dtype {}", static_cast<int>(dtype)));
 }
