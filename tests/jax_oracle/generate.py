@@ -9,6 +9,8 @@ Each corpus file is produced by real JAX in its own virtual environment, created
   pmap.json         jax.pmap (shard_map-based, current) .venv-oracle         (jax 0.10.2)
   legacy_pmap.json  jax.pmap (legacy implementation)    .venv-oracle-legacy  (jax 0.7.2)
   prng.json         jax.random keys and float32 bits    .venv-oracle         (jax 0.10.2)
+  vmap.json         jax.vmap with collectives           .venv-oracle         (jax 0.10.2)
+  nested_shard_map.json  shard_map in a shard_map body  .venv-oracle         (jax 0.10.2)
 The cases are random but seeded: the same versions and seed give the same files, byte for byte
 (PYTHONHASHSEED is pinned too: some of JAX's messages print Python sets, whose order follows the
 string hashes; tests/jax_oracle/check_reproducible.sh checks it). The case format and the body
@@ -29,6 +31,9 @@ SUITES = {
     "pmap": ("current", 500, 40),
     "legacy_pmap": ("legacy", 500, 40),
     "prng": ("current", 300, 0),
+    "vmap": ("current", 300, 12),
+    # Nested cases raise three kinds of errors only (four of each at most: see build_suite).
+    "nested_shard_map": ("current", 300, 10),
 }
 
 

@@ -42,6 +42,7 @@ KEY_PHRASES = [
     "only accepts a single axis",
     "has duplicate entries for",
     "pmap got inconsistent sizes for array axes to be mapped",
+    "vmap got inconsistent sizes for array axes to be mapped",
     "must have at least one non-None value in in_axes",
     "requires that the number of devices",
     "Specified axis_size",
@@ -52,6 +53,7 @@ KEY_PHRASES = [
     "Number of devices",
     "should evenly divide the shape",
     "add does not accept dtype bool",
+    "reduce_sum does not accept dtype bool",
     "Unsupported pcast from=varying",
     "local devices to run due to nested pmapped or other parallel functions",
     "Leading axis size of input to pmapped function must equal the number of local devices",
@@ -64,6 +66,7 @@ KEY_PHRASES = [
     # A lowering failure on a valid program (psum_scatter with a negative scatter_dimension).
     "Cannot lower jaxpr with verifier errors",
     "RET_CHECK failure",  # XLA's verifier on some axis_index_groups (singleton groups)
+    "cannot reshape array of shape",  # JAX's batching of all_to_all over a vmapped axis
     "can only accept axis_name which corresponds to one of varying",
 ]
 
@@ -213,24 +216,28 @@ def uneven_groups(g, n):
   return [order[:cut], order[cut:]]
 
 
-def gen_step(g, sizes, shape, inject, names_for_ops, shard_map):
-  """One step for a block of `shape`: (step, new shape), or None when the op does not fit."""
+def gen_step(g, sizes, shape, inject, names_for_ops, shard_map, plain=False):
+  """One step for a block of `shape`: (step, new shape), or None when the op does not fit.
+  `plain`: no axis_index_groups, and one axis except in reductions (vmap and nested cases: spmd
+  combines a vmapped axis with other axes in reductions only)."""
   names = list(names_for_ops)
   op = g.pick(REDUCTIONS * 2 + ["all_gather", "all_gather", "psum_scatter", "all_to_all",
                                 "all_to_all", "pswapaxes", "ppermute", "pshuffle", "pargmax",
                                 "pargmin", "add_axis_index", "mul_axis_size"] +
               (["pvary"] if shard_map else []))
   axes = axes_subset(g, names)
+  if plain and op not in REDUCTIONS:
+    axes = axes[:1]
   for _ in range(6):  # ops that split a dimension: prefer axes whose size divides one
     if op not in ("psum_scatter", "all_to_all", "pswapaxes") or \
         any(d % math.prod(sizes[a] for a in axes) == 0 for d in shape):
       break
-    axes = axes_subset(g, names)
+    axes = axes_subset(g, names)[:1 if plain else 2]
   n = math.prod(sizes[a] for a in axes)
   step = {"op": op, "axes": axes}
   r = len(shape)
   grouped = op in REDUCTIONS + ["all_gather", "psum_scatter", "all_to_all", "pswapaxes"] and \
-      n >= 2 and \
+      n >= 2 and not plain and \
       (g.chance(0.2) or inject == "groups")
   if grouped:
     step["groups"] = uneven_groups(g, n) if op in REDUCTIONS and n > 2 and \
@@ -267,7 +274,8 @@ def gen_step(g, sizes, shape, inject, names_for_ops, shard_map):
     if not fits:
       return None
     d = g.pick(fits)
-    step["dim"] = d - r if g.chance(0.1) else d
+    # (Not negative in vmap cases: JAX 0.10.2's batching rule counts it against the batched rank.)
+    step["dim"] = d - r if g.chance(0.1) and not plain else d
     new = list(shape)
     if step["tiled"]:
       new[d] //= n
@@ -326,11 +334,11 @@ def mark_inexact(case):
   return case
 
 
-def gen_body(g, sizes, shape, inject, names, shard_map, max_steps=2):
+def gen_body(g, sizes, shape, inject, names, shard_map, max_steps=2, plain=False):
   steps = []
   for _ in range(g.integer(1, max_steps)):
     for _ in range(20):
-      made = gen_step(g, sizes, shape, inject if not steps else None, names, shard_map)
+      made = gen_step(g, sizes, shape, inject if not steps else None, names, shard_map, plain)
       if made:
         steps.append(made[0])
         shape = made[1]
@@ -488,7 +496,8 @@ def uneven_pmean(case):
 
 # JAX failures inside its lowering: no user-facing error to compare with.
 INTERNAL_KEYS = ("cannot select an axis to squeeze out", "Operation creation failed",
-                 "Cannot lower jaxpr with verifier errors", "RET_CHECK failure")
+                 "Cannot lower jaxpr with verifier errors", "RET_CHECK failure",
+                 "cannot reshape array of shape")
 
 
 def has_negative_axes(level):
@@ -516,7 +525,8 @@ class MeshOrderMarker(Exception):
 
 def first_out_of_mesh_order(case):
   """Index of the first ppermute/pshuffle listing several axes out of mesh order, or None."""
-  order = case["mesh"]["names"] if "mesh" in case else [l["axis_name"] for l in case["levels"]]
+  order = case["mesh"]["names"] if "mesh" in case else \
+      [l["axis_name"] for l in case.get("levels", [])]
   for i, s in enumerate(case["body"]):
     if s["op"] in ("ppermute", "pshuffle"):
       ranks = [order.index(a) for a in s["axes"] if a in order]
@@ -545,8 +555,12 @@ R_ORDER = ("ppermute/pshuffle over several axes listed out of mesh order raise R
 R_OUT_AXIS = ("an out_axes entry out of range for the output is a ValueError naming it (JAX does "
               "not check it and fails inside its lowering)")
 R_IN_AXIS = ("an in_axes entry out of range for its argument is a ValueError naming it, as in "
-             "legacy pmap (JAX 0.10's pmap leaks an IndexError)")
+             "legacy pmap (JAX 0.10's pmap, and its jitted vmap for some axes, leak an "
+             "IndexError)")
 R_NO_MAPPED = "the compat pmap keeps legacy pmap's message for no mapped argument"
+R_BOOL_SCATTER = ("psum_scatter of bool over a vmapped axis raises the TypeError it raises over a "
+                  "mesh axis (JAX's batching rules name reduce_sum instead of add, or sum the "
+                  "bools as int32, depending on the path)")
 R_SIZES = ("the compat pmap reports mismatched mapped sizes with legacy pmap's message (JAX "
            "0.10's pmap leaks a sharding error about the first argument only)")
 R_DEVICES = ("the compat pmap keeps legacy pmap's rule that `devices` holds one device per mapped "
@@ -573,6 +587,17 @@ R_NEGATIVE = ("negative in_axes/out_axes count from the end of each argument / o
 MIXED_STATE = "can only accept axis_name which corresponds to one of varying"
 
 
+def bool_scattered(case):
+  """Whether a vmap case's body applies psum_scatter to a bool value."""
+  dtype = case.get("dtype")
+  for s in case["body"]:
+    if s["op"] == "psum_scatter" and dtype == "bool":
+      return True
+    if s["op"] in ("psum", "pmean", "add_axis_index", "mul_axis_size", "pargmax", "pargmin"):
+      dtype = "number"
+  return False
+
+
 def replaced_error(case, key, run):
   """Differences where spmd raises an error of its own: (reason, expected) or None."""
   if duplicate_in_spec(case) and key != "has duplicate entries for":
@@ -591,6 +616,9 @@ def replaced_error(case, key, run):
     return R_OUT_AXIS, expected_error("ValueError", "out of bounds for array of dimension")
   if key == "tuple index out of range" and inject == "in_axis":
     return R_IN_AXIS, expected_error("ValueError", "which implies that its rank should be at least")
+  if key == "reduce_sum does not accept dtype bool" or (bool_scattered(case) and "output" in case):
+    # JAX 0.10.2 also sums bool as int32 in some of its psum_scatter batching paths.
+    return R_BOOL_SCATTER, expected_error("TypeError", "add does not accept dtype bool")
   if key == "pmap requires at least one argument with a mapped axis":
     return R_NO_MAPPED, expected_error("ValueError",
                                        "pmap must have at least one non-None value in in_axes")
@@ -652,6 +680,8 @@ def spmd_difference(case, run):
 
 
 def finish(case, inputs):
+  case.pop("out_size", None)
+  case.pop("dtype", None)
   case["inputs"] = [encode(x) for x in inputs]
   return case
 
@@ -700,6 +730,123 @@ def build_suite(seed, want_values, want_errors, make, injections, run, inject_ra
 
 def run_shard_map(case, out, inputs):
   run_case(out, jax_shard_map(case), inputs)
+
+
+# ---- vmap: at top level, or inside a shard_map body over mesh axis "i" ----
+
+VMAP_INJECTIONS = ["sizes", "in_axis"]
+
+
+def gen_vmap_case(g, inject):
+  """jax.vmap(body, in_axes, out_axes, axis_name="b"), the body's collectives over "b" (and "i"
+  when the vmap runs in a shard_map body, P("i") on the array's dimension 0)."""
+  size = g.pick([1, 2, 3, 4])
+  sizes, names = {"b": size}, ["b"]
+  within = g.chance(0.4)
+  if within:
+    sizes["i"] = g.pick([2, 4])
+    names = ["i", "b"]
+  dtype = g.pick(DTYPES)
+  exact = dtype == "bool" or dtype == "int32" or not g.chance(0.15)
+  if not exact and dtype == "bfloat16":
+    dtype = "float32"
+  elem = tuple(g.pick([1, 2, 3, 4]) for _ in range(g.integer(0, 2)))
+  in_axis = g.integer(0, len(elem))
+  block = list(elem)
+  block.insert(in_axis, size)
+  dims = list(block)
+  if within:
+    dims[0] *= sizes["i"]
+  steps, out_elem = gen_body(g, sizes, elem, None, names, False, plain=True)
+  out_axis = g.integer(-(len(out_elem) + 1), len(out_elem))
+  if inject == "in_axis":
+    in_axis = len(block) + g.integer(0, 1)
+  inputs = [g.values(dims, dtype, exact)]
+  if inject == "sizes":
+    other = list(dims)
+    other[min(in_axis, len(other) - 1)] += 1
+    inputs.append(g.values(other, dtype, exact))
+  out_size = size * math.prod(out_elem) * sizes.get("i", 1)
+  case = {"vmap": {"axis_name": "b", "in_axes": in_axis, "out_axes": out_axis}, "body": steps,
+          "inputs": inputs, "exact": exact, "out_size": out_size, "dtype": dtype}
+  if within:
+    case["mesh"] = {"names": ["i"], "sizes": [sizes["i"]]}
+    case["check_vma"] = g.chance(0.5)
+  return case
+
+
+def jax_vmap(case):
+  v = case["vmap"]
+  mapped = jax.vmap(run_body(case["body"]), in_axes=v["in_axes"], out_axes=v["out_axes"],
+                    axis_name=v["axis_name"])
+  if "mesh" not in case:
+    return jax.jit(mapped)
+  n = case["mesh"]["sizes"][0]
+  mesh = Mesh(np.array(jax.devices()[:n]), ("i",))
+  return jax.jit(jax.shard_map(mapped, mesh=mesh, in_specs=P("i"), out_specs=P("i"),
+                               check_vma=case["check_vma"]))
+
+
+def run_vmap(case, out, inputs):
+  run_case(out, jax_vmap(case), inputs)
+  if "output" in out and math.prod(out["output"]["shape"]) != case["out_size"]:
+    # JAX 0.10.2's batching of all_to_all over a vmapped axis can return more elements than
+    # its input has (a shape of higher rank): a JAX bug, left out like its internal failures.
+    out["internal"] = f"output shape {out['output']['shape']}, {case['out_size']} elements due"
+  if out.get("error", {}).get("key") == "tuple index out of range" and \
+      case.get("inject") != "in_axis":
+    out["internal"] = "IndexError batching psum_scatter over a mesh axis"  # a JAX bug too
+
+
+# ---- nested shard_map: an inner shard_map over the context mesh in an outer one's body ----
+
+
+def gen_nested_case(g, inject):
+  """An outer shard_map over one of two mesh axes (axis_names), whose body calls a shard_map
+  without a mesh over the other; the inner body's collectives name either axis or both."""
+  del inject
+  names = g.pick(AXIS_NAME_SETS)[:2]
+  sizes = {names[0]: g.pick([2, 4]), names[1]: 2}
+  outer, inner = g.shuffled(names)
+  dtype = g.pick(DTYPES)
+  exact = dtype == "bool" or dtype == "int32" or not g.chance(0.15)
+  if not exact and dtype == "bfloat16":
+    dtype = "float32"
+  rank = g.integer(1, 2)
+  outer_in = gen_spec(g, [outer], rank)
+  inner_in = gen_spec(g, [inner], rank)
+  split = [spec_size(outer_in[d] if d < len(outer_in) else None, sizes) *
+           spec_size(inner_in[d] if d < len(inner_in) else None, sizes) for d in range(rank)]
+  dims = [k * g.pick([1, 2]) for k in split]
+  block = tuple(d // k for d, k in zip(dims, split))
+  steps, out_block = gen_body(g, sizes, block, None, names, True, plain=True)
+  inner_out = gen_spec(g, [inner], len(out_block))
+  outer_out = gen_spec(g, [outer], len(out_block))
+  return {"mesh": {"names": names, "sizes": [sizes[a] for a in names]}, "outer_axes": [outer],
+          "in_specs": [outer_in], "out_spec": outer_out, "inner_in_specs": [inner_in],
+          "inner_out_spec": inner_out, "check_vma": g.chance(0.7), "body": steps,
+          "inputs": [g.values(dims, dtype, exact)], "exact": exact}
+
+
+def jax_nested(case):
+  names, sizes = case["mesh"]["names"], case["mesh"]["sizes"]
+  mesh = Mesh(np.array(jax.devices()[:math.prod(sizes)]).reshape(sizes), tuple(names))
+  check = case["check_vma"]
+
+  def outer_body(*blocks):
+    inner = jax.shard_map(run_body(case["body"]),
+                          in_specs=tuple(to_p(s) for s in case["inner_in_specs"]),
+                          out_specs=to_p(case["inner_out_spec"]), check_vma=check)
+    return inner(*blocks)
+
+  return jax.jit(jax.shard_map(outer_body, mesh=mesh,
+                               in_specs=tuple(to_p(s) for s in case["in_specs"]),
+                               out_specs=to_p(case["out_spec"]),
+                               axis_names=set(case["outer_axes"]), check_vma=check))
+
+
+def run_nested(case, out, inputs):
+  run_case(out, jax_nested(case), inputs)
 
 
 # ---- pmap (current and legacy) ----
@@ -842,6 +989,10 @@ def main():
   elif suite == "shard_map":
     cases = build_suite(seed, values, errors, gen_shard_map_case, SHARD_MAP_INJECTIONS,
                         run_shard_map, 0.12)
+  elif suite == "vmap":
+    cases = build_suite(seed, values, errors, gen_vmap_case, VMAP_INJECTIONS, run_vmap, 0.15)
+  elif suite == "nested_shard_map":
+    cases = build_suite(seed, values, errors, gen_nested_case, [None], run_nested, 0.0)
   else:
     legacy = suite == "legacy_pmap"
     def make(g, inject):

@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,41 @@ Array run_shard_map(const Json& c, const std::vector<Array>& inputs) {
   return call(f, inputs);
 }
 
+// ---- vmap, at top level or in a shard_map body over "i" ----
+
+Array run_vmap(const Json& c, const std::vector<Array>& inputs) {
+  const Json& v = c["vmap"];
+  auto mapped = vmap(body_of(c["body"]), {v["in_axes"].get<int>()}, {v["out_axes"].get<int>()},
+                     {.axis_name = v["axis_name"], .name = "body"});
+  if (!c.contains("mesh")) return call(mapped, inputs);
+  Mesh mesh = make_mesh(c["mesh"]["sizes"].get<Shape>(), c["mesh"]["names"]);
+  auto f = shard_map([&mapped](const auto&... blocks) { return Array(mapped(blocks...)); }, mesh,
+                     P("i"), P("i"), {.check_vma = c["check_vma"], .name = "body"});
+  return call(f, inputs);
+}
+
+// ---- a shard_map over the context mesh in a shard_map body ----
+
+std::vector<PartitionSpec> specs_of(const Json& j) {
+  std::vector<PartitionSpec> specs;
+  for (const Json& s : j) specs.push_back(spec_of(s));
+  return specs;
+}
+
+Array run_nested(const Json& c, const std::vector<Array>& inputs) {
+  Mesh mesh = make_mesh(c["mesh"]["sizes"].get<Shape>(), c["mesh"]["names"]);
+  const bool check = c["check_vma"];
+  auto outer_body = [&](const auto&... blocks) {
+    auto inner = shard_map(body_of(c["body"]), Specs(specs_of(c["inner_in_specs"])),
+                           spec_of(c["inner_out_spec"]), {.check_vma = check, .name = "body"});
+    return Array(inner(blocks...));
+  };
+  auto outer_axes = c["outer_axes"].get<std::set<std::string>>();
+  auto f = shard_map(outer_body, mesh, Specs(specs_of(c["in_specs"])), spec_of(c["out_spec"]),
+                     {.check_vma = check, .axis_names = outer_axes, .name = "outer_body"});
+  return call(f, inputs);
+}
+
 // ---- pmap ----
 
 std::vector<MapAxis> map_axes(const Json& j) {
@@ -367,6 +403,25 @@ TEST_P(PmapOracle, MatchesJax) {
 INSTANTIATE_TEST_SUITE_P(CompatVsJax0102, PmapOracle, testing::ValuesIn(cases_of("pmap")),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(LegacyVsJax072, PmapOracle, testing::ValuesIn(cases_of("legacy_pmap")),
+                         case_name);
+
+class VmapOracle : public testing::TestWithParam<CaseRef> {};
+TEST_P(VmapOracle, MatchesJax) {
+  const Json& c = case_json(GetParam());
+  SCOPED_TRACE(c.dump().substr(0, 2000));
+  check(
+      c, [&](const std::vector<Array>& in) { return run_vmap(c, in); }, inputs_of(c));
+}
+INSTANTIATE_TEST_SUITE_P(Jax0102, VmapOracle, testing::ValuesIn(cases_of("vmap")), case_name);
+
+class NestedOracle : public testing::TestWithParam<CaseRef> {};
+TEST_P(NestedOracle, MatchesJax) {
+  const Json& c = case_json(GetParam());
+  SCOPED_TRACE(c.dump().substr(0, 2000));
+  check(
+      c, [&](const std::vector<Array>& in) { return run_nested(c, in); }, inputs_of(c));
+}
+INSTANTIATE_TEST_SUITE_P(Jax0102, NestedOracle, testing::ValuesIn(cases_of("nested_shard_map")),
                          case_name);
 
 class PrngOracle : public testing::TestWithParam<CaseRef> {};
