@@ -555,8 +555,9 @@ R_ORDER = ("ppermute/pshuffle over several axes listed out of mesh order raise R
 R_OUT_AXIS = ("an out_axes entry out of range for the output is a ValueError naming it (JAX does "
               "not check it and fails inside its lowering)")
 R_IN_AXIS = ("an in_axes entry out of range for its argument is a ValueError naming it, as in "
-             "legacy pmap (JAX 0.10's pmap, and its jitted vmap for some axes, leak an "
-             "IndexError)")
+             "legacy pmap (JAX 0.10's pmap leaks an IndexError)")
+R_IN_AXIS_VMAP = ("an in_axes entry out of range for its argument is a ValueError naming it "
+                  "(JAX 0.10's jitted vmap leaks an IndexError for some)")
 R_NO_MAPPED = "the compat pmap keeps legacy pmap's message for no mapped argument"
 R_BOOL_SCATTER = ("psum_scatter of bool over a vmapped axis raises the TypeError it raises over a "
                   "mesh axis (JAX's batching rules name reduce_sum instead of add, or sum the "
@@ -615,7 +616,8 @@ def replaced_error(case, key, run):
   if key in INTERNAL_KEYS and inject == "out_axis":
     return R_OUT_AXIS, expected_error("ValueError", "out of bounds for array of dimension")
   if key == "tuple index out of range" and inject == "in_axis":
-    return R_IN_AXIS, expected_error("ValueError", "which implies that its rank should be at least")
+    return R_IN_AXIS_VMAP if "vmap" in case else R_IN_AXIS, \
+        expected_error("ValueError", "which implies that its rank should be at least")
   if key == "reduce_sum does not accept dtype bool" or (bool_scattered(case) and "output" in case):
     # JAX 0.10.2 also sums bool as int32 in some of its psum_scatter batching paths.
     return R_BOOL_SCATTER, expected_error("TypeError", "add does not accept dtype bool")
