@@ -105,13 +105,15 @@ CallContext::CallContext(CallSpec spec)
 
 CallContext::~CallContext() {
   // Every body has returned: what return_communicators left (an aborted call's) goes back to the
-  // pool, which destroys it.
+  // pool, which destroys it. (The last reference's release orders borrowed_ before this.)
+  if (!borrowed_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu_);
   give_back_communicators();
 }
 
 void CallContext::return_communicators() {
-  if (aborted()) return;
+  // A call without collectives skips the lock: one of two the empty body's dispatch took.
+  if (aborted() || !borrowed_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu_);
   give_back_communicators();
 }
@@ -386,6 +388,7 @@ void CallContext::finish(int rank) {
 
 CallContext::Groups& CallContext::groups(const GroupKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
+  borrowed_.store(true, std::memory_order_release);
   std::unique_ptr<Groups>& slot = groups_[key];
   if (slot) return *slot;
   auto made = std::make_unique<Groups>();

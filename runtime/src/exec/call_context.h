@@ -181,7 +181,8 @@ class CallContext final : public Cancel {
   void* listener_arg_ = nullptr;
 
   std::atomic<bool> aborted_{false};
-  mutable std::mutex mu_;  // guards everything below
+  std::atomic<bool> borrowed_{false};  // groups_ may hold communicators (set under mu_)
+  mutable std::mutex mu_;              // guards everything below
   AbortKind abort_kind_ = AbortKind::kNone;
   std::string abort_message_;
   Device abort_device_;
