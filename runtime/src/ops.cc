@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "array_impl.h"
@@ -247,6 +248,28 @@ Array log2(const Array& x) { return float_unary(internal::UnaryOp::kLog2, x); }
 Array log10(const Array& x) { return float_unary(internal::UnaryOp::kLog10, x); }
 Array exp2(const Array& x) { return float_unary(internal::UnaryOp::kExp2, x); }
 Array erf(const Array& x) { return float_unary(internal::UnaryOp::kErf, x); }
+Array cbrt(const Array& x) { return float_unary(internal::UnaryOp::kCbrt, x); }
+Array reciprocal(const Array& x) { return 1 / x.astype(inexact(x.dtype())); }
+Array sigmoid(const Array& x) {
+  if (!is_floating(x.dtype())) {
+    throw TypeError(
+        fmt::format("logistic does not accept dtype {}. Accepted dtypes are subtypes of floating, "
+                    "complexfloating.",
+                    x.dtype()));
+  }
+  return 1 / (exp(-x) + 1);
+}
+Array isnan(const Array& x) {
+  return is_floating(x.dtype()) ? not_equal(x, x) : full(x.shape(), false, DType::kBool);
+}
+Array isinf(const Array& x) {
+  if (!is_floating(x.dtype())) return full(x.shape(), false, DType::kBool);
+  return abs(x) == std::numeric_limits<double>::infinity();
+}
+Array isfinite(const Array& x) {
+  if (!is_floating(x.dtype())) return full(x.shape(), true, DType::kBool);
+  return abs(x) < std::numeric_limits<double>::infinity();
+}
 Array floor(const Array& x) {
   return is_floating(x.dtype()) ? unary(internal::UnaryOp::kFloor, x, x.dtype()) : x;
 }
@@ -293,6 +316,71 @@ Array logical_and(const Array& a, const Array& b) {
   return logical(internal::BinaryOp::kAnd, a, b);
 }
 Array logical_or(const Array& a, const Array& b) { return logical(internal::BinaryOp::kOr, a, b); }
+Array logical_xor(const Array& a, const Array& b) {
+  return logical(internal::BinaryOp::kXor, a, b);
+}
+Array logical_not(const Array& x) { return !x.astype(DType::kBool); }
+
+namespace {
+// `name` is lax's ("and"), as in JAX's message.
+Array bitwise(internal::BinaryOp op, const Array& a, const Array& b, const char* name) {
+  for (int position = 0; position < 2; ++position) {
+    DType dt = (position == 0 ? a : b).dtype();
+    if (is_floating(dt)) {
+      throw TypeError(
+          fmt::format("{} does not accept dtype {} at position {}. Accepted dtypes at position {} "
+                      "are subtypes of integer, bool.",
+                      name, dt, position, position));
+    }
+  }
+  DType dt = promote_types(a.dtype(), b.dtype());
+  return binary(op, a, b, dt, dt);
+}
+}  // namespace
+
+Array bitwise_and(const Array& a, const Array& b) {
+  return bitwise(internal::BinaryOp::kAnd, a, b, "and");
+}
+Array bitwise_or(const Array& a, const Array& b) {
+  return bitwise(internal::BinaryOp::kOr, a, b, "or");
+}
+Array bitwise_xor(const Array& a, const Array& b) {
+  return bitwise(internal::BinaryOp::kXor, a, b, "xor");
+}
+Array bitwise_not(const Array& x) {
+  if (x.dtype() == DType::kBool) return !x;
+  if (is_floating(x.dtype())) {
+    throw TypeError(fmt::format(
+        "not does not accept dtype {}. Accepted dtypes are subtypes of integer, bool.", x.dtype()));
+  }
+  // All ones in x's type: -1 wraps into unsigned types.
+  return bitwise(internal::BinaryOp::kXor, x, full({}, -1, DType::kInt64).astype(x.dtype()), "not");
+}
+
+Array arctan2(const Array& y, const Array& x) {
+  DType dt = inexact(promote_types(y.dtype(), x.dtype()));
+  return binary(internal::BinaryOp::kAtan2, y, x, dt, dt);
+}
+Array hypot(const Array& a, const Array& b) {
+  DType dt = inexact(promote_types(a.dtype(), b.dtype()));
+  Array x = abs(a.astype(dt));
+  Array y = abs(b.astype(dt));
+  Array inf = logical_or(isinf(x), isinf(y));
+  Array big = maximum(x, y);
+  Array small = minimum(x, y);
+  Array zero = big == 0;
+  Array ratio = small / where(zero, ones_like(big), big);
+  Array out = where(zero, big, big * sqrt(square(ratio) + 1));
+  return where(inf, full({}, std::numeric_limits<double>::infinity(), dt), out);
+}
+Array logaddexp(const Array& a, const Array& b) {
+  DType dt = inexact(promote_types(a.dtype(), b.dtype()));
+  Array x = a.astype(dt);
+  Array y = b.astype(dt);
+  Array delta = x - y;
+  // Equal infinities give NaN in delta: then x + y is the answer (inf, or NaN for inf - inf).
+  return where(isnan(delta), x + y, maximum(x, y) + log1p(exp(-abs(delta))));
+}
 Array equal(const Array& a, const Array& b) { return comparison(internal::BinaryOp::kEq, a, b); }
 Array not_equal(const Array& a, const Array& b) {
   return comparison(internal::BinaryOp::kNe, a, b);

@@ -202,7 +202,7 @@ TEST_F(CudaKernelsTest, UnaryOpsMatchTheCpu) {
   const UnaryOp exact[] = {UnaryOp::kNeg,   UnaryOp::kAbs,  UnaryOp::kSign,  UnaryOp::kSquare,
                            UnaryOp::kFloor, UnaryOp::kCeil, UnaryOp::kRound, UnaryOp::kSqrt};
   std::vector<UnaryOp> library = {UnaryOp::kExp, UnaryOp::kLog, UnaryOp::kTanh, UnaryOp::kErfInv};
-  for (int op = static_cast<int>(UnaryOp::kSin); op <= static_cast<int>(UnaryOp::kErf); ++op) {
+  for (int op = static_cast<int>(UnaryOp::kSin); op <= static_cast<int>(UnaryOp::kCbrt); ++op) {
     library.push_back(static_cast<UnaryOp>(op));
   }
   for (DType dt : kAll) {
@@ -240,16 +240,16 @@ TEST_F(CudaKernelsTest, UnaryOpsMatchTheCpu) {
 }
 
 TEST_F(CudaKernelsTest, BinaryOpsMatchTheCpuWithBroadcasting) {
-  const BinaryOp ops[] = {BinaryOp::kAdd,      BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv,
-                          BinaryOp::kFloorDiv, BinaryOp::kRem, BinaryOp::kMax, BinaryOp::kMin,
-                          BinaryOp::kAnd,      BinaryOp::kOr,  BinaryOp::kXor, BinaryOp::kEq,
-                          BinaryOp::kNe,       BinaryOp::kLt,  BinaryOp::kLe,  BinaryOp::kGt,
-                          BinaryOp::kGe,       BinaryOp::kPow};
+  const BinaryOp ops[] = {BinaryOp::kAdd,      BinaryOp::kSub, BinaryOp::kMul,  BinaryOp::kDiv,
+                          BinaryOp::kFloorDiv, BinaryOp::kRem, BinaryOp::kMax,  BinaryOp::kMin,
+                          BinaryOp::kAnd,      BinaryOp::kOr,  BinaryOp::kXor,  BinaryOp::kEq,
+                          BinaryOp::kNe,       BinaryOp::kLt,  BinaryOp::kLe,   BinaryOp::kGt,
+                          BinaryOp::kGe,       BinaryOp::kPow, BinaryOp::kAtan2};
   for (DType dt : kAll) {
     const std::vector<char> a = sample(dt, 16 * 14, 3), b = sample(dt, 14, 4);
     for (BinaryOp op : ops) {
       const bool bitwise = op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
-      if (bitwise && is_floating(dt)) continue;
+      if ((bitwise && is_floating(dt)) || (op == BinaryOp::kAtan2 && !is_floating(dt))) continue;
       const bool compare = op >= BinaryOp::kEq;
       const DType out_dt = compare ? DType::kBool : dt;
       // a is [16, 14]; b is one row broadcast over the 16 rows (stride 0).
@@ -259,7 +259,7 @@ TEST_F(CudaKernelsTest, BinaryOpsMatchTheCpuWithBroadcasting) {
                                     ConstView{in[1], dt, {16, 14}, {0, 1}},
                                     MutView{out, out_dt, {16, 14}, {14, 1}});
                          });
-      if (op == BinaryOp::kPow && is_floating(dt)) {
+      if ((op == BinaryOp::kPow || op == BinaryOp::kAtan2) && is_floating(dt)) {
         if (dt == DType::kFloat64) {
           EXPECT_TRUE((close_ulps<double, uint64_t>(c, g, 2)));
         } else if (dt == DType::kFloat32) {

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -859,5 +860,67 @@ TEST(OpsTest, NarrowIntegersPrint) {
   EXPECT_EQ(Array::from_vector<uint16_t>({65535}).str(), "[65535]");
 }
 
+// ---- the rest of jnp's elementwise ops (values from JAX 0.10.2) ----
+
+TEST(OpsTest, ClassificationCbrtReciprocalSigmoid) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Array f = Array::from_vector<float>({1.0f, -8.0f, 0.0f, inf, std::nanf("")});
+  EXPECT_SAME(cbrt(f), Array::from_vector<float>({1.0f, -2.0f, 0.0f, inf, std::nanf("")}));
+  EXPECT_SAME(isnan(f), Array::from_vector<bool>({false, false, false, false, true}));
+  EXPECT_SAME(isinf(f), Array::from_vector<bool>({false, false, false, true, false}));
+  EXPECT_SAME(isfinite(f), Array::from_vector<bool>({true, true, true, false, false}));
+  EXPECT_SAME(isnan(arange(2)), Array::from_vector<bool>({false, false}));
+  EXPECT_SAME(isfinite(arange(2)), Array::from_vector<bool>({true, true}));
+  EXPECT_SAME(reciprocal(Array::from_vector<float>({2.0f, -4.0f, 0.0f})),
+              Array::from_vector<float>({0.5f, -0.25f, inf}));
+  EXPECT_SAME(reciprocal(Array::from_vector<int32_t>({2, -1, 0})),
+              Array::from_vector<float>({0.5f, -1.0f, inf}));
+  // The same bits as jax.nn.sigmoid (XLA's logistic) for these inputs.
+  Array s = sigmoid(Array::from_vector<float>({0.5f, -3.0f, 7.0f, 1e-3f}));
+  std::vector<float> got = s.to_vector<float>();
+  const uint32_t want[] = {1059019135u, 1027752354u, 1065337932u, 1056968802u};
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), want[i]);
+  EXPECT_THAT([] { sigmoid(arange(2)); },
+              ThrowsMessage<TypeError>(HasSubstr("logistic does not accept dtype int32")));
+}
+
+TEST(OpsTest, Arctan2HypotLogaddexp) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_SAME(arctan2(Array::from_vector<float>({1.0f, -1.0f, 0.0f, 0.0f}),
+                      Array::from_vector<float>({1.0f, -1.0f, -1.0f, 1.0f})),
+              Array::from_vector<float>(
+                  {0.7853981852531433f, -2.356194496154785f, 3.1415927410125732f, 0.0f}));
+  EXPECT_SAME(arctan2(arange(2, 3), arange(3, 4)), Array::from_vector<float>({0.588002622127533f}));
+  EXPECT_SAME(hypot(Array::from_vector<float>({3.0f, 0.0f, inf, 1e30f, -5.0f}),
+                    Array::from_vector<float>({4.0f, 0.0f, std::nanf(""), 1e30f, 12.0f})),
+              // JAX gives 12.999999 for (-5, 12): XLA:CPU divides by multiplying with the
+              // reciprocal; spmd divides correctly rounded, and gets the exact 13.
+              Array::from_vector<float>({5.0f, 0.0f, inf, 1.4142135130433894e30f, 13.0f}));
+  EXPECT_SAME(
+      logaddexp(Array::from_vector<float>({0.0f, inf, -inf, 1.0f, 100.0f}),
+                Array::from_vector<float>({0.0f, inf, -inf, 2.0f, 1.0f})),
+      Array::from_vector<float>({0.6931471824645996f, inf, -inf, 2.3132617473602295f, 100.0f}));
+}
+
+TEST(OpsTest, BitwiseAndLogicalXor) {
+  EXPECT_SAME(Array::from_vector<int32_t>({12, -1}) & Array::from_vector<int32_t>({10, 7}),
+              Array::from_vector<int32_t>({8, 7}));
+  EXPECT_SAME(Array::from_vector<uint8_t>({12, 128}) | Array::from_vector<uint8_t>({3, 1}),
+              Array::from_vector<uint8_t>({15, 129}));
+  EXPECT_SAME(Array::from_vector<bool>({true, false}) ^ Array::from_vector<bool>({true, true}),
+              Array::from_vector<bool>({false, true}));
+  EXPECT_SAME(~Array::from_vector<int8_t>({0, 5, -128}), Array::from_vector<int8_t>({-1, -6, 127}));
+  EXPECT_SAME(~Array::from_vector<uint16_t>({0, 5}), Array::from_vector<uint16_t>({65535, 65530}));
+  EXPECT_SAME(~Array::from_vector<bool>({true, false}), Array::from_vector<bool>({false, true}));
+  EXPECT_SAME(
+      logical_xor(Array::from_vector<int32_t>({1, 0, 2}), Array::from_vector<int32_t>({1, 1, 0})),
+      Array::from_vector<bool>({false, true, true}));
+  EXPECT_SAME(logical_not(Array::from_vector<float>({0.0f, 2.0f})),
+              Array::from_vector<bool>({true, false}));
+  EXPECT_THAT([] { bitwise_and(Array::from_vector<float>({1.0f}), arange(1)); },
+              ThrowsMessage<TypeError>(HasSubstr(
+                  "and does not accept dtype float32 at position 0. Accepted dtypes at position 0 "
+                  "are subtypes of integer, bool.")));
+}
 }  // namespace
 }  // namespace spmd

@@ -67,6 +67,20 @@ Array log2(const Array& x);
 Array log10(const Array& x);
 Array exp2(const Array& x);
 Array erf(const Array& x);
+Array cbrt(const Array& x);
+Array reciprocal(const Array& x);  // 1 / x (integers give float32, as jnp's)
+// jax.nn.sigmoid: 1 / (1 + exp(-x)); floats only (TypeError otherwise, as lax.logistic).
+Array sigmoid(const Array& x);
+// Float classification (false, false, true for every integer and bool).
+Array isnan(const Array& x);
+Array isinf(const Array& x);
+Array isfinite(const Array& x);
+// Bitwise ops of integers (logical for bool), JAX's promotion between the operands; floats are a
+// TypeError. Also the operators &, |, ^ and ~ (bitwise_not, jnp.invert).
+Array bitwise_and(const Array& a, const Array& b);
+Array bitwise_or(const Array& a, const Array& b);
+Array bitwise_xor(const Array& a, const Array& b);
+Array bitwise_not(const Array& x);
 
 Array add(const Array& a, const Array& b);
 Array subtract(const Array& a, const Array& b);
@@ -81,6 +95,13 @@ Array maximum(const Array& a, const Array& b);
 Array minimum(const Array& a, const Array& b);
 Array logical_and(const Array& a, const Array& b);
 Array logical_or(const Array& a, const Array& b);
+Array logical_xor(const Array& a, const Array& b);
+Array logical_not(const Array& x);
+// Floats (integers compute in float32, as jnp does): atan2(y, x); hypot and logaddexp by JAX's
+// formulas (overflow-safe; hypot is inf when either side is, logaddexp(inf, inf) is inf).
+Array arctan2(const Array& y, const Array& x);
+Array hypot(const Array& a, const Array& b);
+Array logaddexp(const Array& a, const Array& b);
 Array equal(const Array& a, const Array& b);
 Array not_equal(const Array& a, const Array& b);
 Array less(const Array& a, const Array& b);
@@ -129,7 +150,11 @@ SPMD_BINARY_OPERATOR(<, less)
 SPMD_BINARY_OPERATOR(<=, less_equal)
 SPMD_BINARY_OPERATOR(>, greater)
 SPMD_BINARY_OPERATOR(>=, greater_equal)
+SPMD_BINARY_OPERATOR(&, bitwise_and)
+SPMD_BINARY_OPERATOR(|, bitwise_or)
+SPMD_BINARY_OPERATOR(^, bitwise_xor)
 #undef SPMD_BINARY_OPERATOR
+inline Array operator~(const Array& x) { return bitwise_not(x); }
 
 // ---- reductions ----
 // Which axes to reduce: all (the default), one (`1`, negative counts from the end), or several

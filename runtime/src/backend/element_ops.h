@@ -331,7 +331,7 @@ SPMD_HOST_DEVICE constexpr C highest() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The math library's float functions (UnaryOp kSin ... kErf), one per element. A switch per
+// The math library's float functions (UnaryOp kSin ... kCbrt), one per element. A switch per
 // element costs nothing next to the library call, and keeps one list for every backend.
 
 template <class F>
@@ -371,12 +371,14 @@ SPMD_HOST_DEVICE F library_math(UnaryOp op, F v) {
       return std::exp2(v);
     case UnaryOp::kErf:
       return std::erf(v);
+    case UnaryOp::kCbrt:
+      return std::cbrt(v);
     default:
       return v;  // not a library function: the kernels handle it
   }
 }
 
 // True for the ops library_math computes.
-constexpr bool is_library_math(UnaryOp op) { return op >= UnaryOp::kSin && op <= UnaryOp::kErf; }
+constexpr bool is_library_math(UnaryOp op) { return op >= UnaryOp::kSin && op <= UnaryOp::kCbrt; }
 
 }  // namespace spmd::internal

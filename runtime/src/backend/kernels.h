@@ -88,6 +88,7 @@ enum class UnaryOp {
   kLog10,
   kExp2,
   kErf,
+  kCbrt,
 };
 
 enum class BinaryOp {
@@ -103,6 +104,7 @@ enum class BinaryOp {
   kAnd,       // bool: logical; ints: bitwise
   kOr,        // bool: logical; ints: bitwise
   kXor,       // bool: logical; ints: bitwise
+  kAtan2,     // floats only: atan2(a, b)
   kEq,        // comparisons write a bool output
   kNe,
   kLt,

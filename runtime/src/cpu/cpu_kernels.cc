@@ -461,6 +461,9 @@ void CpuKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
       case BinaryOp::kXor:
         if constexpr (std::is_integral_v<C>) return arith([](C p, C q) { return C(p ^ q); });
         break;
+      case BinaryOp::kAtan2:
+        if constexpr (kIsFloat<C>) return arith([](C p, C q) { return std::atan2(p, q); });
+        break;
       case BinaryOp::kEq:
         return compare([](C p, C q) { return p == q; });
       case BinaryOp::kNe:

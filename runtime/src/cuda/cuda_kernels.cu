@@ -230,6 +230,9 @@ struct Binary {
       default:
         break;
     }
+    if constexpr (kIsFloat<C>) {
+      if (op == BinaryOp::kAtan2) return atan2(p, q);
+    }
     if constexpr (std::is_integral_v<C>) {
       switch (op) {
         case BinaryOp::kAnd:
@@ -546,6 +549,7 @@ bool unary_defined(UnaryOp op, DType dt) {
 
 bool binary_defined(BinaryOp op, DType dt) {
   const bool bitwise = op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+  if (op == BinaryOp::kAtan2) return is_floating(dt);
   return !bitwise || !is_floating(dt);
 }
 
