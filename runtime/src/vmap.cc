@@ -127,12 +127,7 @@ class VmapGroup {
       me.what = what;
       for (int j = 0; j < size_; ++j) {
         const Member& other = members_[j];
-        if (other.finished && other.collectives < me.collectives) {
-          mismatch(
-              fmt::format("element {} returned from {} after {} of them while element {} "
-                          "entered {} (its number {})",
-                          j, plan_.fun_name, other.collectives, member, what, me.collectives));
-        }
+        if (other.finished && other.collectives < me.collectives) returned_early(j, member);
         if (other.collectives == me.collectives && other.hash != me.hash) {
           mismatch(fmt::format("element {} ran {} and element {} ran {} (their number {})", j,
                                other.what, member, what, me.collectives));
@@ -186,12 +181,7 @@ class VmapGroup {
     Member& me = members_[member];
     me.finished = true;
     for (int j = 0; j < size_; ++j) {
-      if (members_[j].collectives > me.collectives) {
-        mismatch(fmt::format(
-            "element {} returned from {} after {} of them while element {} "
-            "entered {} (its number {})",
-            member, plan_.fun_name, me.collectives, j, members_[j].what, members_[j].collectives));
-      }
+      if (members_[j].collectives > me.collectives) returned_early(member, j);
     }
     cv_.notify_all();
   }
@@ -240,6 +230,17 @@ class VmapGroup {
     uint64_t turns = 0;        // operations over other axes run so far
     bool finished = false;     // the body returned
   };
+
+  // Element `done` returned from f while element `waiting` entered a collective it never ran.
+  // Holds mu_.
+  [[noreturn]] void returned_early(int done, int waiting) {
+    const Member& w = members_[waiting];
+    mismatch(fmt::format(
+        "element {} returned from {} after {} collectives over '{}' while element {} entered {} "
+        "(its collective number {})",
+        done, plan_.fun_name, members_[done].collectives, axis_name(), waiting, w.what,
+        w.collectives));
+  }
 
   // Records `error` as the group's (first wins) and aborts. Holds mu_.
   void fail_group(std::exception_ptr error) {
