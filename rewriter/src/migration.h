@@ -85,6 +85,10 @@ struct SiteOutcome {
   Warning report;  // where and source_line always; rule and message when refused
   bool refused = false;
   std::set<Edit> edits;
+  // The edits when the site is a level of an imperfect nest (spmd::PmapNest), and why it cannot
+  // be one ("" when it can).
+  std::set<Edit> nest_edits;
+  std::string nest_unfit;
   // Other rules' edits inside the code this site's edits copy (a pvary in the mapped lambda):
   // already applied to that copy, so they are dropped when the site is migrated.
   std::set<Edit> absorbed;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The run-wide pmap site decision (nesting.h): merge the units' facts, build the call graph with
 // one node per function and per pmap site (its mapped function), find for every site the first
-// nested pmap, indirect call or unseen body its function may reach (one backward search per
-// kind, from the nodes that have one), and mark every pmap run under another pmap's function
-// (one forward search from every site). Linear in the size of the graph.
+// indirect call or unseen body its function may reach (one backward search per kind, from the
+// nodes that have one), and link every site to the sites whose pmaps its function may run (one
+// forward search from every site: sites x graph).
 #include "nesting.h"
 
 #include <algorithm>
@@ -15,9 +15,9 @@ namespace spmd::migrate {
 namespace {
 
 const char* kNestFix =
-    "one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest "
-    "the calls directly, pmap(pmap(f, \"j\", ...), \"i\", ...), with any reshapes outside, and "
-    "run the tool again";
+    "so none of the nest's pmaps is migrated; nest the calls directly, pmap(pmap(f, \"j\", ...), "
+    "\"i\", ...), with any reshapes outside, or name the pmap callable where the body gets it, "
+    "and run the tool again";
 
 // The name a lambda's call operator has in the call graph.
 const char* kLambda = "(lambda)";
@@ -69,8 +69,9 @@ class Graph {
     }
   }
 
+  // Refuses the sites that may reach code the tool cannot see, and links the levels of imperfect
+  // nests (levels()).
   void decide() {
-    std::vector<int> nested = witnesses([](const Node& n) { return has_runs(n); });
     std::vector<int> indirect =
         witnesses([](const Node& n) { return n.body != nullptr && !n.body->indirect.empty(); });
     std::vector<int> unseen =
@@ -79,12 +80,8 @@ class Graph {
       int id = site_ids_.at(where);
       const std::string unsure =
           "the tool cannot tell whether the function this pmap maps runs another pmap (a nest "
-          "one shard_map cannot express): ";
-      if (nested[id] >= 0) {
-        refuse(site, "pmap-nested",
-               "this pmap runs another pmap inside the function it maps: " +
-                   chain(id, nested, Kind::kRun, where) + "; " + kNestFix);
-      } else if (indirect[id] >= 0) {
+          "whose levels must be migrated together): ";
+      if (indirect[id] >= 0) {
         refuse(site, "pmap-unseen-callee",
                unsure + chain(id, indirect, Kind::kIndirect, where) +
                    "; call a named function there, or migrate this pmap by hand");
@@ -94,8 +91,11 @@ class Graph {
                    "; run the tool on the file that defines it too, or migrate this pmap by hand");
       }
     }
-    mark_inner_sites();
+    for (const auto& [where, id] : site_ids_) link_inner_sites(id);
   }
+
+  // The sites that are levels of an imperfect nest: they run through spmd::PmapNest.
+  const std::set<Location>& levels() const { return levels_; }
 
  private:
   static bool has_runs(const Node& n) { return n.body != nullptr && !n.body->runs.empty(); }
@@ -160,20 +160,17 @@ class Graph {
     return "'" + node.name + "' (" + place(node.where, from) + ")";
   }
 
-  enum class Kind { kRun, kIndirect, kUnseen };
+  enum class Kind { kIndirect, kUnseen };
 
   // How site `id` reaches its witness: "the lambda at line 9 calls 'a' (line 3), which calls
-  // 'b' (b.cc:7), which calls the pmap callable 'g' (b.cc:9)".
+  // 'b' (b.cc:7), which calls through the function pointer 'fp' (b.cc:9)".
   std::string chain(int id, const std::vector<int>& next, Kind kind, const Location& from) const {
     std::vector<int> path;
     for (int n = id; n != next[n] && path.size() < 8; n = next[n]) path.push_back(next[n]);
     int last = path.empty() ? id : path.back();
     std::string event;
     if (kind != Kind::kUnseen && next[last] == last) {
-      const BodyFacts& body = *nodes_[last].body;
-      const auto& [at, what] = kind == Kind::kRun
-                                   ? std::make_pair(body.runs.front().at, body.runs.front().what)
-                                   : body.indirect.front();
+      const auto& [at, what] = nodes_[last].body->indirect.front();
       event = what + " (" + place(at, from) + ")";
     }
     if (path.empty()) return "it " + event;
@@ -195,39 +192,60 @@ class Graph {
     site.report.message = message;
   }
 
-  // Every site whose pmap runs in a function some pmap maps (directly or through calls).
-  void mark_inner_sites() {
-    std::vector<int> origin(nodes_.size(), -1), parent(nodes_.size(), -1);
-    std::deque<int> queue;
-    for (const auto& [where, id] : site_ids_) {
-      origin[id] = id;
-      queue.push_back(id);
-    }
+  // Links site `outer` with every site whose pmap its function may run (directly or through
+  // calls and inner sites' functions): both become levels of one imperfect nest, migrated
+  // together. A run whose pmap(...) the tool cannot find leaves `outer`.
+  void link_inner_sites(int outer) {
+    SiteOutcome& site = sites_.at(nodes_[outer].where);
+    std::vector<int> parent(nodes_.size(), -2);
+    std::deque<int> queue{outer};
+    parent[outer] = -1;
     while (!queue.empty()) {
       int n = queue.front();
       queue.pop_front();
+      if (has_runs(nodes_[n])) {
+        for (const PmapRun& run : nodes_[n].body->runs) {
+          link(outer, n, parent, run, site);
+        }
+      }
       for (int m : nodes_[n].out) {
-        if (origin[m] >= 0) continue;
-        origin[m] = origin[n];
+        if (parent[m] != -2) continue;
         parent[m] = n;
         queue.push_back(m);
       }
     }
-    for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (origin[n] < 0 || !has_runs(nodes_[n])) continue;  // not under any pmap
-      for (const PmapRun& run : nodes_[n].body->runs) {
-        if (!run.site || sites_.count(*run.site) == 0) continue;
-        SiteOutcome& inner = sites_.at(*run.site);
-        const Location& outer = nodes_[origin[n]].where;
-        std::string through;
-        for (int p = static_cast<int>(n); p != origin[n]; p = parent[p]) {
-          through = hop(p, inner.report.where) + (through.empty() ? "" : ", ") + through;
-        }
-        refuse(inner, "pmap-nested",
-               "this pmap runs inside the function the pmap at " +
-                   place(outer, inner.report.where) + " maps" +
-                   (through.empty() ? "" : " (through " + through + ")") + "; " + kNestFix);
-      }
+  }
+
+  // One pmap run at node `n`, which site `outer`'s function reaches (`parent` holds the path).
+  void link(int outer, int n, const std::vector<int>& parent, const PmapRun& run,
+            SiteOutcome& site) {
+    const Location& where = nodes_[outer].where;
+    std::string through;
+    for (int p = n; p != outer; p = parent[p]) {
+      through = hop(p, where) + (through.empty() ? "" : ", ") + through;
+    }
+    if (!run.site || sites_.count(*run.site) == 0) {
+      refuse(site, "pmap-nested",
+             "this pmap runs a pmap callable inside the function it maps (" +
+                 (through.empty() ? std::string("it ") : through + " ") + run.what + " (" +
+                 place(run.at, where) + ")), and the tool cannot tell which pmap(...) made it, " +
+                 kNestFix);
+      return;
+    }
+    SiteOutcome& inner = sites_.at(*run.site);
+    levels_.insert(where);
+    levels_.insert(*run.site);
+    site.nest.insert(*run.site);
+    inner.nest.insert(where);
+    for (SiteOutcome* level : {&site, &inner}) {
+      if (level->nest_unfit.empty()) continue;
+      const Location& at = level->report.where;
+      refuse(*level, "pmap-nested",
+             "this pmap is one level of a nest (the pmap at " + place(*run.site, at) +
+                 " runs inside the function the pmap at " + place(where, at) + " maps), and " +
+                 level->nest_unfit +
+                 ", so none of the nest's pmaps is migrated; drop donate_argnums here and run the "
+                 "tool again");
     }
   }
 
@@ -237,10 +255,12 @@ class Graph {
   std::map<Location, int> site_ids_;
   std::map<std::string, int> function_ids_;
   std::map<std::string, std::vector<std::string>> overriders_;
+  std::set<Location> levels_;
 };
 
-// A site migrates only with every site of its nest: a left one leaves them all.
-void refuse_nests(std::map<Location, SiteOutcome>& sites) {
+// A site migrates only with every site of its nest (written through variables, or `levels` of an
+// imperfect nest): a left one leaves them all.
+void refuse_nests(std::map<Location, SiteOutcome>& sites, const std::set<Location>& levels) {
   std::map<Location, Location> root;
   std::function<Location(const Location&)> find = [&](const Location& l) {
     auto it = root.find(l);
@@ -263,9 +283,10 @@ void refuse_nests(std::map<Location, SiteOutcome>& sites) {
     site.refused = true;
     site.report.rule = "pmap-nested";
     site.report.message =
-        "this pmap is one level of a nest written through variables, migrated whole or not at "
-        "all, and the pmap at " +
-        place(first.where, where) + " is left as is: " + first.message;
+        "this pmap is one level of a nest" +
+        std::string(levels.count(where) != 0 ? "" : " written through variables") +
+        ", migrated whole or not at all, and the pmap at " + place(first.where, where) +
+        " is left as is: " + first.message;
   }
 }
 
@@ -285,6 +306,8 @@ std::map<Location, SiteOutcome> decide_sites(const std::vector<TuResult>& result
         continue;
       }
       merged.edits.insert(site.edits.begin(), site.edits.end());
+      merged.nest_edits.insert(site.nest_edits.begin(), site.nest_edits.end());
+      if (merged.nest_unfit.empty()) merged.nest_unfit = site.nest_unfit;
       merged.includes.insert(site.includes.begin(), site.includes.end());
       merged.nest.insert(site.nest.begin(), site.nest.end());
       merge_body(merged.body, site.body);
@@ -300,8 +323,13 @@ std::map<Location, SiteOutcome> decide_sites(const std::vector<TuResult>& result
       }
     }
   }
-  Graph(sites, functions).decide();
-  refuse_nests(sites);
+  Graph graph(sites, functions);
+  graph.decide();
+  refuse_nests(sites, graph.levels());
+  for (const Location& where : graph.levels()) {
+    SiteOutcome& site = sites.at(where);
+    if (!site.refused) site.edits = site.nest_edits;
+  }
   return sites;
 }
 

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The run-wide decision on pmap sites: one shard_map cannot express a pmap that runs inside
-// another pmap's function (imperfect nesting), so every pmap of such a nest is left as is, never
-// one level of it. The call graph joins the facts of every translation unit of the run
-// (pmap_call_graph.h), so a nest through helpers in other files is found; a function whose body
-// no file of the run holds, or a call through a function pointer, leaves the pmap whose function
-// may reach it unmigrated too (the tool cannot rule a nest out).
+// The run-wide decision on pmap sites. A pmap that runs inside another pmap's function through a
+// helper or a captured callable (an imperfect nest, which one shard_map cannot express) is
+// migrated with every other level of its nest, each through spmd::PmapNest (the site's nest
+// edits), or none of them is: migrating one level alone breaks the program at run time. The call
+// graph joins the facts of every translation unit of the run (pmap_call_graph.h), so a nest
+// through helpers in other files is found; a function whose body no file of the run holds, or a
+// call through a function pointer, leaves the pmap whose function may reach it unmigrated (the
+// tool cannot rule a nest out), and with it the rest of its nest.
 //
 // A site is also left when any site it must be migrated with (one nest written through
-// variables) is left.
+// variables, or the levels of an imperfect nest) is left.
 #pragma once
 
 #include <map>

@@ -97,5 +97,17 @@ namespace internal {
 
 const Mesh* thread_context_mesh() { return has_thread_mesh ? &thread_mesh() : nullptr; }
 
+namespace {
+thread_local bool discovers_nest = false;
+}  // namespace
+
+NestScope::NestScope(Mesh mesh) : mesh_(std::move(mesh)), previous_(discovers_nest) {
+  discovers_nest = true;
+}
+
+NestScope::~NestScope() { discovers_nest = previous_; }
+
+bool thread_discovers_nest() { return discovers_nest; }
+
 }  // namespace internal
 }  // namespace spmd

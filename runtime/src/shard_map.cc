@@ -558,10 +558,13 @@ std::vector<Array> run_top_level(const ShardMapPlan& plan, std::vector<Array> ar
   check_donation(plan.options.donate_argnums, layout.leaf_positions());
 
   const std::optional<double>& timeout = plan.options.collective_timeout_s;
-  CallSpec call{mesh, manual, plan.options.check_vma,
+  CallSpec call{mesh,
+                manual,
+                plan.options.check_vma,
                 timeout ? checked_timeout(*timeout, "ShardMapOptions::collective_timeout_s")
                         : collective_timeout_s(),
-                plan.fun_name};
+                plan.fun_name,
+                thread_discovers_nest()};
   DeviceOutputs outputs = launch(call, [&](DeviceContext& ctx) {
     std::vector<Array> blocks;
     blocks.reserve(args.size());

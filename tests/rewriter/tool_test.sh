@@ -47,13 +47,14 @@ expect_exit() {  # expect_exit <status> <args...>
   "$tool" --quiet "$@" -- -std=c++20 -I"$include" > /dev/null 2>&1 || got=$?
   [ "$got" -eq "$want" ] || fail "spmd-migrate $* exited $got, want $want"
 }
-# A nest across two translation units: with both files, both pmaps are reported as one nest;
-# with the outer one alone, its helper's body is unseen, so it is not migrated either.
-both=$("$tool" "$work/nest_outer.cc" "$work/nest_helper.cc" -- -std=c++20 -I"$include" 2>&1 || true)
-[ "$(grep -c "spmd-migrate-pmap-nested" <<< "$both")" -eq 2 ] ||
-  { echo "$both" >&2; fail "cross-TU nest: want both pmaps reported as nested"; }
-grep -q "nest_outer.cc:8:10: warning: this pmap runs another pmap inside the function it maps: the lambda at line 8 calls 'nest_helper' (.*nest_helper.cc:5), which runs the pmap it makes (.*nest_helper.cc:6)" <<< "$both" ||
-  { echo "$both" >&2; fail "cross-TU nest: the outer pmap's reason"; }
+# A nest across two translation units: with both files, both pmaps migrate as levels of one nest
+# (spmd::PmapNest); with the outer one alone, its helper's body is unseen, so it is not migrated.
+both=$("$tool" --diff "$work/nest_outer.cc" "$work/nest_helper.cc" -- -std=c++20 -I"$include" \
+  2>&1 || true)
+grep -q "2 sites migrated, 0 left" <<< "$both" ||
+  { echo "$both" >&2; fail "cross-TU nest: want both pmaps migrated"; }
+[ "$(grep -c "^+.*nest = spmd::PmapNest()" <<< "$both")" -eq 2 ] ||
+  { echo "$both" >&2; fail "cross-TU nest: want both pmaps migrated as levels of a nest"; }
 alone=$("$tool" "$work/nest_outer.cc" -- -std=c++20 -I"$include" 2>&1 || true)
 grep -q "nest_outer.cc:8:10: warning: .*'nest_helper' (declared at line 5, defined in no file of this run).*\[spmd-migrate-pmap-unseen-callee\]" <<< "$alone" ||
   { echo "$alone" >&2; fail "cross-TU nest, helper not given: want pmap-unseen-callee"; }

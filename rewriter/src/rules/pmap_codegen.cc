@@ -86,11 +86,18 @@ class Writer {
   // braced lists and a lambda among its arguments costs it ten times as much).
   std::string write() const {
     const std::string& in = indent_;
-    return "[" + join(captures(), ", ") + "](" + join(params("a"), ", ") + ") {\n" + in +
-           "  spmd::Mesh mesh = " + mesh() + ";\n" + in + "  auto block = [&](" +
-           join(params("b"), ", ") + ") {\n" + body(in + "    ") + in + "  };\n" + in +
-           "  return spmd::shard_map(block, mesh, " + in_specs() + ", " + out_specs() + ", " +
-           options() + ")(" + join(names("a"), ", ") + ");\n" + in + "}";
+    std::string head = "[" + join(captures(), ", ") + "](" + join(params("a"), ", ") + ") {\n";
+    std::string block = in + "  auto block = [&](" + join(params("b"), ", ") + ") {\n" +
+                        body(in + "    ") + in + "  };\n";
+    std::string call = "(" + join(names("a"), ", ") + ");\n";
+    if (site_.nest_level) {
+      return head + block + in + "  return nest.run(" + mesh_arguments() + ", [&] {\n" + in +
+             "    return spmd::shard_map(block, " + in_specs() + ", " + out_specs() + ", " +
+             options() + ")" + call + in + "  });\n" + in + "}";
+    }
+    return head + in + "  spmd::Mesh mesh = spmd::pmap_mesh(" + mesh_arguments() + ");\n" + block +
+           in + "  return spmd::shard_map(block, mesh, " + in_specs() + ", " + out_specs() + ", " +
+           options() + ")" + call + in + "}";
   }
 
  private:
@@ -102,6 +109,7 @@ class Writer {
   // What pmap evaluated once, when it was called: f and the options that are expressions.
   std::vector<std::string> captures() const {
     std::vector<std::string> out = {"f = " + site_.fun};
+    if (site_.nest_level) out.push_back("nest = spmd::PmapNest()");
     if (!site_.devices.empty()) out.push_back("devices = " + site_.devices);
     for (size_t l = 0; l < site_.levels.size(); ++l) {
       if (!site_.levels[l].axis_size.empty()) {
@@ -191,9 +199,10 @@ class Writer {
            ", .size = " + axis_size_name(l) + "}";
   }
 
-  // The mesh, with pmap's checks of the arguments (spmd/pmap_mesh.h): one axis per level, sized
-  // by the mapped dimensions (or axis_size), over `devices` or the first devices.
-  std::string mesh() const {
+  // The arguments of spmd::pmap_mesh (and PmapNest::run), which checks the arguments as pmap did
+  // (spmd/pmap_mesh.h): one axis per level, sized by the mapped dimensions (or axis_size), over
+  // `devices` or the first devices.
+  std::string mesh_arguments() const {
     std::vector<std::string> arrays, positions, axes, options;
     bool positions_shift = false;
     for (size_t i = 0; i < site_.arg_is_array.size(); ++i) {
@@ -205,8 +214,8 @@ class Writer {
     for (size_t l = 0; l < site_.levels.size(); ++l) axes.push_back(mesh_axis(l));
     if (!site_.devices.empty()) options.push_back(".devices = devices");
     if (positions_shift) options.push_back(".arg_positions = {" + join(positions, ", ") + "}");
-    return "spmd::pmap_mesh({" + join(arrays, ", ") + "}, {" + join(axes, ", ") + "}" +
-           (options.empty() ? "" : ", {" + join(options, ", ") + "}") + ")";
+    return "{" + join(arrays, ", ") + "}, {" + join(axes, ", ") + "}" +
+           (options.empty() ? "" : ", {" + join(options, ", ") + "}");
   }
 
   std::string in_specs() const {
@@ -228,8 +237,14 @@ class Writer {
     return site_.output_kind == OutputKind::kTuple && each.size() > 1 ? specs(each) : each[0];
   }
 
+  // ShardMapOptions, in declaration order (designated initializers).
   std::string options() const {
     std::string out = "{.check_vma = false";
+    if (site_.nest_level) {
+      std::vector<std::string> axes;
+      for (const PmapSite::Level& level : site_.levels) axes.push_back(quoted(level.axis));
+      out += ", .axis_names = {" + join(axes, ", ") + "}";
+    }
     if (!site_.donate_argnums.empty()) {
       std::vector<std::string> positions;
       for (int p : site_.donate_argnums) positions.push_back(std::to_string(p));

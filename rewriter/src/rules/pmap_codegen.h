@@ -14,6 +14,20 @@
 //     };
 //     return spmd::shard_map(block, mesh, spmd::P("i"), spmd::P("i"), {.check_vma = false})(a0);
 //   }
+//
+// A level of an imperfect nest (a pmap that runs inside the function another pmap maps, or runs
+// one inside its own, through a helper or a captured callable) runs through spmd::PmapNest, which
+// discovers the inner levels' axes at run time as legacy pmap did, and its shard_map takes the
+// context mesh, making only its own axes manual:
+//   [f = f, nest = spmd::PmapNest()](const spmd::Array& a0) {
+//     auto block = [&](const spmd::Array& b0) {
+//       return spmd::expand_dims(f(spmd::squeeze(b0, 0)), 0);
+//     };
+//     return nest.run({a0}, {{"i"}}, [&] {
+//       return spmd::shard_map(block, spmd::P("i"), spmd::P("i"),
+//                              {.check_vma = false, .axis_names = {"i"}})(a0);
+//     });
+//   }
 #pragma once
 
 #include <optional>
@@ -44,6 +58,7 @@ struct PmapSite {
   OutputKind output_kind = OutputKind::kArray;
   size_t num_outputs = 1;           // 1 for kVector (its out_axes entry applies to every element)
   std::vector<int> donate_argnums;  // positions among all arguments, as in pmap
+  bool nest_level = false;  // a level of an imperfect nest: spmd::PmapNest (see the file comment)
 };
 
 // The replacement text for the pmap(...) expression. `indent` is the indentation of the line it

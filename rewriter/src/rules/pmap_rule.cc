@@ -663,8 +663,11 @@ class Analysis {
   }
 
   // The edits of a site; the refusal when some option rules it out.
+  // The edits of a site, both as a plain pmap and as a level of an imperfect nest (which one
+  // applies is decided for the whole run, nesting.h); the refusal when some option rules it out.
   std::variant<Chain, Refusal> rewrite(const Site& site, const Chain& nest, SiteOutcome& out) {
     EditBatch edits(sink_, sm_, ctx_.getLangOpts());
+    EditBatch nest_edits(sink_, sm_, ctx_.getLangOpts());
     clang::CharSourceRange range =
         clang::CharSourceRange::getTokenRange(site.pmap->getSourceRange());
     if (site.absorbed()) {
@@ -672,6 +675,7 @@ class Analysis {
       std::optional<std::string> fun = copied(site.fun, out);
       if (!fun) return macro_refusal();
       edits.replace(range, *fun);
+      nest_edits.replace(range, *fun);
     } else {
       std::variant<PmapSite, Refusal> built = SiteBuilder(site, nest, ctx_).build();
       if (auto* refusal = std::get_if<Refusal>(&built)) return *refusal;
@@ -681,9 +685,18 @@ class Analysis {
       code.fun = *fun;
       clang::SourceLocation begin = site.pmap->getBeginLoc();
       edits.replace(range, generate_shard_map(code, indentation(begin)));
+      code.nest_level = true;
+      nest_edits.replace(range, generate_shard_map(code, indentation(begin)));
       out.includes.emplace(location_of(sm_, begin).path, "spmd/spmd.h");
+      if (!code.donate_argnums.empty()) {
+        out.nest_unfit =
+            "it donates arguments (donate_argnums), which legacy pmap ignores in a pmap that runs "
+            "inside another pmap's function but a migrated level would not";
+      }
     }
-    if (!edits.commit_to(out.edits)) return macro_refusal();
+    if (!edits.commit_to(out.edits) || !nest_edits.commit_to(out.nest_edits)) {
+      return macro_refusal();
+    }
     return nest;
   }
 

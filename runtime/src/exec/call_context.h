@@ -61,10 +61,11 @@ GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key);
 // What a mapped call is: its mesh, what its bodies may do, and how it reports.
 struct CallSpec {
   Mesh mesh;
-  uint64_t manual_mask = 0;  // mesh axes the bodies may name in collectives
-  bool check_vma = false;    // track varying manual axes (shard_map's check_vma)
-  double timeout_s = 300;    // collective deadline
-  std::string fun_name;      // the body's name in messages
+  uint64_t manual_mask = 0;     // mesh axes the bodies may name in collectives
+  bool check_vma = false;       // track varying manual axes (shard_map's check_vma)
+  double timeout_s = 300;       // collective deadline
+  std::string fun_name;         // the body's name in messages
+  bool discovers_nest = false;  // inner pmap levels may discover axes (spmd::PmapNest runs it)
 };
 
 struct DeviceContext;
@@ -89,6 +90,7 @@ class CallContext final : public Cancel {
   uint64_t manual_mask() const { return spec_.manual_mask; }
   bool check_vma() const { return spec_.check_vma; }
   const std::string& fun_name() const { return spec_.fun_name; }
+  bool discovers_nest() const { return spec_.discovers_nest; }
 
   // ---- the bodies' lifecycle, on device threads ----
   // The body of device `rank` starts. False when it must not run: the call aborted before it

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Corpus: imperfect nesting. A pmap that runs inside the function another pmap maps, not written
 // as pmap(pmap(f, ...), ...): through a captured callable (by reference or by copy), a helper
-// function that makes and calls a pmap, two levels of helpers, a lambda variable and a functor.
-// One shard_map cannot express these, so the tool must leave every pmap of each nest, reporting
-// each one; the program runs as legacy pmap.
+// function that makes and calls a pmap, two levels of helpers, a lambda variable, a functor, a
+// nest of three levels, collectives over the outer axes inside the inner level, an inner level
+// with an unmapped argument and output, and an inner level also called at top level. One
+// shard_map cannot express these; every level migrates to spmd::PmapNest, which discovers the
+// inner axes at run time as legacy pmap did, and the program must print the same bytes.
 #include <spmd/pmap.h>
 #include <spmd/spmd.h>
+
+#include <tuple>
 
 #include "corpus.h"
 
@@ -20,13 +24,11 @@ Array rows(const Array& v) { return v - spmd::psum(v, "j"); }
 // A helper that makes and calls the inner pmap.
 Array helper(const Array& r) {
   return spmd::pmap(rows, "j")(r.reshape({4, 2}));
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:10: warning: this pmap runs inside the function the pmap at line {{[0-9]+}} maps (through 'helper' (line [[@LINE-2]])); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
 }
 
 // Two levels: the pmap body calls scaled_helper, which calls helper2, which runs the inner pmap.
 Array helper2(const Array& r) {
   auto inner = spmd::pmap([](const Array& v) { return v * spmd::pmax(v, "j"); }, "j");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line {{[0-9]+}} maps (through the lambda at line {{[0-9]+}}, 'scaled_helper' (line {{[0-9]+}}), 'helper2' (line [[@LINE-2]])); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   return inner(r.reshape({4, 2}));
 }
 
@@ -38,46 +40,78 @@ struct RowFunctor {
 
 void captured_by_reference() {
   auto inner = spmd::pmap([](const Array& v) { return v - spmd::pmean(v, "j"); }, "j");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line [[@LINE+1]] maps (through the lambda at line [[@LINE+1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   auto outer = spmd::pmap([&inner](const Array& r) { return inner(r.reshape({4, 2})); }, "i");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls the pmap callable 'inner' (line [[@LINE-1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("y", outer(iota(16).reshape({2, 8})));
 }
 
 void captured_by_copy() {
   auto inner = spmd::pmap([](const Array& v) { return v * spmd::psum(v, "j"); }, "j");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line [[@LINE+1]] maps (through the lambda at line [[@LINE+1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   auto outer = spmd::pmap([inner](const Array& r) { return inner(r.reshape({4, 2})) + 1; }, "i");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls the pmap callable 'inner' (line [[@LINE-1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("y", outer(iota(16).reshape({2, 8})));
 }
 
 void through_helper() {
   auto outer = spmd::pmap([](const Array& r) { return helper(r) + 1; }, "i");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls 'helper' (line {{[0-9]+}}), which runs the pmap it makes (line {{[0-9]+}}); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("y", outer(iota(16).reshape({2, 8})));
 }
 
 void through_two_helpers() {
   corpus::show("y", spmd::pmap([](const Array& r) { return scaled_helper(r); }, "i")(
                         iota(16).reshape({2, 8})));
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-2]]:21: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-2]] calls 'scaled_helper' (line {{[0-9]+}}), which calls 'helper2' (line {{[0-9]+}}), which calls the pmap callable 'inner' (line {{[0-9]+}}); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
 }
 
 void through_a_named_helper_and_a_functor() {
   auto g = spmd::pmap(helper, "i");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:12: warning: this pmap runs another pmap inside the function it maps: 'helper' (line {{[0-9]+}}) runs the pmap it makes (line {{[0-9]+}}); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("named", g(iota(16).reshape({2, 8})));
   auto h = spmd::pmap(RowFunctor{}, "i");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:12: warning: this pmap runs another pmap inside the function it maps: 'RowFunctor::operator()' (line {{[0-9]+}}) calls 'helper' (line {{[0-9]+}}), which runs the pmap it makes (line {{[0-9]+}}); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("functor", h(iota(16).reshape({2, 8})));
 }
 
 void lambda_variable() {
   auto body = [](const Array& r) { return helper(r.reshape({8})); };
   auto outer = spmd::pmap(body, "i");
-  // CHECK-MESSAGES: 07_imperfect_nesting.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-2]] calls 'helper' (line {{[0-9]+}}), which runs the pmap it makes (line {{[0-9]+}}); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   corpus::show("y", outer(iota(16).reshape({2, 4, 2})));
+}
+
+// Three levels, each reached through a helper; the innermost sums over every axis.
+Array level_k(const Array& r) {
+  auto body = [](const Array& v) { return v + spmd::psum(v, {"i", "j", "k"}) * 0.5f; };
+  return spmd::pmap(body, "k")(r.reshape({2, 1}));
+}
+
+Array level_j(const Array& r) {
+  return spmd::pmap([](const Array& v) { return level_k(v) - spmd::pmean(v, "i"); }, "j")(
+      r.reshape({2, 2}));
+}
+
+void three_levels() {
+  corpus::show("y", spmd::pmap(level_j, "i")(iota(8).reshape({2, 4})));
+}
+
+// The inner level reads the outer axis (psum, axis_index) and returns an unmapped output next to
+// a mapped one; its second argument is not mapped.
+std::tuple<Array, Array> scaled_rows(const Array& r, const Array& w) {
+  return spmd::pmap(
+      [](const Array& v, const Array& s) {
+        return std::make_tuple(v * s + spmd::axis_index("i"), spmd::psum(v, "j"));
+      },
+      "j", {.in_axes = {0, std::nullopt}, .out_axes = {0, std::nullopt}})(r.reshape({4, 2}), w);
+}
+
+void outer_axis_inside() {
+  auto outer = spmd::pmap(
+      [](const Array& r) {
+        auto [rows, total] = scaled_rows(r, spmd::full({2}, 3.0f));
+        return spmd::sum(rows, 1) + spmd::sum(total);
+      },
+      "i");
+  corpus::show("y", outer(iota(16).reshape({2, 8})));
+}
+
+// The same helper, as an inner level and on its own.
+void inner_also_at_top_level() {
+  corpus::show("nested", spmd::pmap(helper, "i")(iota(16).reshape({2, 8})));
+  corpus::show("alone", helper(iota(8)));
 }
 
 }  // namespace
@@ -90,4 +124,7 @@ int main() {
   corpus::run("through_two_helpers", through_two_helpers);
   corpus::run("through_a_named_helper_and_a_functor", through_a_named_helper_and_a_functor);
   corpus::run("lambda_variable", lambda_variable);
+  corpus::run("three_levels", three_levels);
+  corpus::run("outer_axis_inside", outer_axis_inside);
+  corpus::run("inner_also_at_top_level", inner_also_at_top_level);
 }

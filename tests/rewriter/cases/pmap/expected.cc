@@ -169,14 +169,6 @@ Array negative_axis(const Array& x) {
   // CHECK-MESSAGES: input.cc:[[@LINE-1]]:10: warning: in_axes {-1} has a negative entry, which pmap counts from the end of each value's rank; write the non-negative axis (rank + axis) and run the tool again [spmd-migrate-pmap-negative-axis]
 }
 
-Array imperfect_nesting(const Array& x) {
-  auto inner = spmd::pmap(center, "j");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at line [[@LINE+1]] maps (through the lambda at line [[@LINE+1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
-  auto outer = spmd::pmap([&](const Array& v) { return inner(v.reshape({2, -1})); }, "i");
-  // CHECK-MESSAGES: input.cc:[[@LINE-1]]:16: warning: this pmap runs another pmap inside the function it maps: the lambda at line [[@LINE-1]] calls the pmap callable 'inner' (line [[@LINE-1]]); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
-  return outer(x);
-}
-
 template <class T>
 Array in_template(const T& x) {
   return spmd::pmap(center, "i")(x);

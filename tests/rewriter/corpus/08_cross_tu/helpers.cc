@@ -6,7 +6,6 @@
 
 spmd::Array rows_helper(const spmd::Array& r) {
   auto inner = spmd::pmap([](const spmd::Array& v) { return v - spmd::psum(v, "j"); }, "j");
-  // CHECK-MESSAGES: helpers.cc:[[@LINE-1]]:16: warning: this pmap runs inside the function the pmap at {{.*}}main.cc:{{[0-9]+}} maps (through the lambda at {{.*}}main.cc:{{[0-9]+}}, 'rows_helper' (line [[@LINE-2]])); one shard_map cannot express this imperfect nest, so none of its pmaps is migrated; nest the calls directly, pmap(pmap(f, "j", ...), "i", ...), with any reshapes outside, and run the tool again [spmd-migrate-pmap-nested]
   return inner(r.reshape({4, 2}));
 }
 
