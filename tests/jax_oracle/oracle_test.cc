@@ -9,6 +9,13 @@
 //
 // The body language (steps applied to the first argument's block) is described in README.md and
 // implemented for JAX in oracle.py.
+//
+// Multi-process (started by spmd-run, e.g. 2 processes x 4 devices): the same cases over the same
+// global device count, with the inputs placed by their in_specs and the outputs gathered with
+// process_allgather. With SPMD_ORACLE_RESULTS=<file>, a single-process run records a digest of
+// every result (its .npy bytes) or error class, and a multi-process run requires the same, bit for
+// bit, besides JAX's expectation.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,10 +28,13 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "spmd/distributed.h"
 #include "spmd/pmap.h"
 #include "spmd/random.h"
 #include "spmd/spmd.h"
@@ -65,9 +75,107 @@ std::vector<CaseRef> cases_of(const std::string& name) {
 
 const Json& case_json(const CaseRef& ref) { return suite(ref.suite)["cases"][ref.index]; }
 
+std::string key_of(const CaseRef& ref) {
+  return ref.suite + "#" + case_json(ref)["id"].get<std::string>();
+}
+
 std::string case_name(const testing::TestParamInfo<CaseRef>& info) {
   return "case" + case_json(info.param)["id"].get<std::string>();
 }
+
+// ---- one process or several ----
+
+// Whether spmd-run started this run (several processes share the devices).
+bool multi_process = false;
+
+// The results recorded by a single-process run (SPMD_ORACLE_RESULTS), by "suite#id": a digest of
+// the result's .npy bytes, or "error <class>". A multi-process run loads and compares them.
+std::map<std::string, std::string> recorded;
+
+const char* results_path() { return std::getenv("SPMD_ORACLE_RESULTS"); }
+
+class RecordedResults : public testing::Environment {
+ public:
+  void SetUp() override {
+    if (results_path() == nullptr || !multi_process) return;
+    std::ifstream in(results_path());
+    if (!in) throw std::runtime_error(std::string("cannot read ") + results_path());
+    recorded = Json::parse(in).get<std::map<std::string, std::string>>();
+  }
+  void TearDown() override {
+    if (results_path() == nullptr || multi_process) return;
+    std::ofstream(results_path()) << Json(recorded).dump(1) << "\n";
+  }
+};
+const testing::Environment* const kRecordedResults =
+    testing::AddGlobalTestEnvironment(new RecordedResults);
+
+// FNV-1a of `x`'s .npy bytes (dtype, shape and data).
+std::string digest(const Array& x) {
+  std::ostringstream npy;
+  save(npy, x);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : npy.str()) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+// Records (one process) or checks (several) the result of case `key`.
+void compare_across_runs(const std::string& key, const std::string& result) {
+  if (results_path() == nullptr) return;
+  if (!multi_process) {
+    recorded[key] = result;
+    return;
+  }
+  auto it = recorded.find(key);
+  ASSERT_NE(it, recorded.end()) << key << " was not recorded by the single-process run";
+  EXPECT_EQ(result, it->second) << key << ": differs from the single-process result";
+}
+
+// An input as a multi-process call takes it: placed on `mesh` by `spec` (each process keeps its
+// devices' shards). An input the spec does not fit stays a host array, so that the mapped call
+// raises its own error.
+Array placed(const Array& x, const Mesh& mesh, const PartitionSpec& spec) {
+  if (!multi_process) return x;
+  try {
+    return device_put(x, NamedSharding(mesh, spec));
+  } catch (const Error&) {
+    return x;
+  }
+}
+
+// The first `per_process` devices of every process, in process order.
+std::vector<Device> firsts_of_each_process(int64_t per_process) {
+  const int64_t local = static_cast<int64_t>(local_devices().size());
+  std::vector<Device> chosen;
+  for (int p = 0; p < process_count(); ++p) {
+    for (int64_t d = 0; d < per_process; ++d) chosen.push_back(devices()[p * local + d]);
+  }
+  return chosen;
+}
+
+// The mesh of case `c`: over the first devices in one process; over the first devices of every
+// process alike in several (a mesh must hold devices of every process), which keeps each
+// device's position in the mesh.
+Mesh case_mesh(const Json& c) {
+  Shape sizes = c["mesh"]["sizes"].get<Shape>();
+  std::vector<std::string> names = c["mesh"]["names"];
+  if (!multi_process) return make_mesh(sizes, names);
+  const int64_t count =
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<int64_t>());
+  return make_mesh(sizes, names, firsts_of_each_process(count / process_count()));
+}
+
+// Whether case `c` can run here: in several processes its mesh must split evenly over them.
+bool runs_here(const Json& c) {
+  if (!multi_process || !c.contains("mesh")) return true;
+  Shape sizes = c["mesh"]["sizes"].get<Shape>();
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<int64_t>()) %
+             process_count() ==
+         0;
+}
+
+// An output whole in every process.
+Array fetched(const Array& x) { return multi_process ? process_allgather(x) : x; }
 
 // ---- arrays ----
 
@@ -216,13 +324,24 @@ PartitionSpec spec_of(const Json& j) {
   return PartitionSpec(std::move(entries));
 }
 
+// The inputs of a call over `mesh`, each placed by its spec (one spec for all, or one each).
+std::vector<Array> placed_inputs(const std::vector<Array>& inputs, const Mesh& mesh,
+                                 const std::vector<PartitionSpec>& specs) {
+  std::vector<Array> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    out.push_back(specs.empty() ? inputs[i]
+                                : placed(inputs[i], mesh, specs[std::min(i, specs.size() - 1)]));
+  }
+  return out;
+}
+
 Array run_shard_map(const Json& c, const std::vector<Array>& inputs) {
-  Mesh mesh = make_mesh(c["mesh"]["sizes"].get<Shape>(), c["mesh"]["names"]);
+  Mesh mesh = case_mesh(c);
   std::vector<PartitionSpec> in_specs;
   for (const Json& s : c["in_specs"]) in_specs.push_back(spec_of(s));
   auto f = shard_map(body_of(c["body"]), mesh, Specs(in_specs), spec_of(c["out_spec"]),
                      {.check_vma = c["check_vma"], .name = "body"});
-  return call(f, inputs);
+  return fetched(call(f, placed_inputs(inputs, mesh, in_specs)));
 }
 
 // ---- vmap, at top level or in a shard_map body over "i" ----
@@ -232,10 +351,10 @@ Array run_vmap(const Json& c, const std::vector<Array>& inputs) {
   auto mapped = vmap(body_of(c["body"]), {v["in_axes"].get<int>()}, {v["out_axes"].get<int>()},
                      {.axis_name = v["axis_name"], .name = "body"});
   if (!c.contains("mesh")) return call(mapped, inputs);
-  Mesh mesh = make_mesh(c["mesh"]["sizes"].get<Shape>(), c["mesh"]["names"]);
+  Mesh mesh = case_mesh(c);
   auto f = shard_map([&mapped](const auto&... blocks) { return Array(mapped(blocks...)); }, mesh,
                      P("i"), P("i"), {.check_vma = c["check_vma"], .name = "body"});
-  return call(f, inputs);
+  return fetched(call(f, placed_inputs(inputs, mesh, {P("i")})));
 }
 
 // ---- a shard_map over the context mesh in a shard_map body ----
@@ -247,7 +366,7 @@ std::vector<PartitionSpec> specs_of(const Json& j) {
 }
 
 Array run_nested(const Json& c, const std::vector<Array>& inputs) {
-  Mesh mesh = make_mesh(c["mesh"]["sizes"].get<Shape>(), c["mesh"]["names"]);
+  Mesh mesh = case_mesh(c);
   const bool check = c["check_vma"];
   auto outer_body = [&](const auto&... blocks) {
     auto inner = shard_map(body_of(c["body"]), Specs(specs_of(c["inner_in_specs"])),
@@ -257,7 +376,7 @@ Array run_nested(const Json& c, const std::vector<Array>& inputs) {
   auto outer_axes = c["outer_axes"].get<std::set<std::string>>();
   auto f = shard_map(outer_body, mesh, Specs(specs_of(c["in_specs"])), spec_of(c["out_spec"]),
                      {.check_vma = check, .axis_names = outer_axes, .name = "outer_body"});
-  return call(f, inputs);
+  return fetched(call(f, placed_inputs(inputs, mesh, specs_of(c["in_specs"]))));
 }
 
 // ---- pmap ----
@@ -287,7 +406,85 @@ auto make_pmap(bool legacy_impl, F f, const Json& level) {
                      : compat::pmap(std::move(f), level["axis_name"], pmap_options(level));
 }
 
+// The size a one-level pmap case maps (every mapped input agrees in the cases that run in
+// several processes).
+int64_t mapped_size_of(const Json& c) {
+  const std::vector<MapAxis> axes = map_axes(c["levels"][0]["in_axes"]);
+  for (size_t i = 0; i < c["inputs"].size(); ++i) {
+    const std::optional<int> a = axes[std::min(i, axes.size() - 1)];
+    if (!a) continue;
+    const Shape shape = c["inputs"][i]["shape"].get<Shape>();
+    const int rank = static_cast<int>(shape.size());
+    if (*a >= -rank && *a < rank) return shape[(*a + rank) % rank];
+  }
+  return -1;
+}
+
+// Why a pmap case does not run in several processes ("" when it does): legacy JAX's multi-process
+// pmap maps one level over every process's devices, each process passing its devices' slices, so
+// nests, explicit device lists, axis_size and the argument errors of one process do not carry
+// over.
+std::string not_across_processes(const Json& c) {
+  const Json& level = c["levels"][0];
+  if (c["levels"].size() > 1) return "nested pmap across processes is NotImplementedError";
+  if (level.contains("devices") || level.contains("axis_size")) {
+    return "its devices or axis_size name one process's layout";
+  }
+  if (c.contains("error") || (c.contains("spmd") && c["spmd"].contains("error"))) {
+    return "it is an argument error of a one-process call";
+  }
+  const int64_t n = mapped_size_of(c);
+  if (n <= 0 || n % process_count() != 0) return "its mapped size does not split over processes";
+  return "";
+}
+
+// A one-level pmap case in several processes: each process passes the slices of the first
+// n / process_count() devices it owns (given as pmap's devices when that is not all of them) and
+// gets its part of the result, made global and gathered so that it reads the whole result.
+Array run_pmap_processes(const Json& c, const std::vector<Array>& inputs, bool legacy_impl) {
+  const Json& level = c["levels"][0];
+  const int64_t per_process = mapped_size_of(c) / process_count();
+  const std::vector<Device> chosen = firsts_of_each_process(per_process);
+  PmapOptions options = pmap_options(level);
+  if (per_process != static_cast<int64_t>(local_devices().size())) options.devices = chosen;
+  const std::vector<MapAxis> in_axes = options.in_axes;
+  std::vector<Array> mine;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::optional<int> a = in_axes[std::min(i, in_axes.size() - 1)];
+    if (!a) {
+      mine.push_back(inputs[i]);
+      continue;
+    }
+    const int rank = inputs[i].ndim();
+    std::vector<int64_t> start(rank, 0), stop(inputs[i].shape());
+    const int axis = (*a + rank) % rank;
+    start[axis] = process_index() * per_process;
+    stop[axis] = start[axis] + per_process;
+    mine.push_back(slice(inputs[i], start, stop));
+  }
+  const std::string name = level["axis_name"];
+  auto body = body_of(c["body"]);
+  Array local_result = legacy_impl ? call(legacy::pmap(body, name, options), mine)
+                                   : call(compat::pmap(body, name, options), mine);
+  const std::optional<int> out = options.out_axes[0];
+  if (!out) {
+    // Unstacked: each process has its first device's value, as in legacy JAX; the single-process
+    // result is process 0's.
+    std::vector<Device> firsts;
+    for (int p = 0; p < process_count(); ++p) firsts.push_back(chosen[p * per_process]);
+    Mesh processes(firsts, {process_count()}, {"p"});
+    Array all = process_allgather(
+        host_local_array_to_global_array(expand_dims(local_result, 0), processes, P("p")));
+    return take(all, 0, 0);
+  }
+  const int axis = *out < 0 ? *out + local_result.ndim() : *out;
+  Mesh flat(chosen, {static_cast<int64_t>(chosen.size())}, {"i"});
+  return process_allgather(
+      host_local_array_to_global_array(local_result, flat, internal::axis_spec(axis, "i")));
+}
+
 Array run_pmap(const Json& c, const std::vector<Array>& inputs, bool legacy_impl) {
+  if (multi_process) return run_pmap_processes(c, inputs, legacy_impl);
   const Json& levels = c["levels"];
   if (levels.size() == 1)
     return call(make_pmap(legacy_impl, body_of(c["body"]), levels[0]), inputs);
@@ -348,7 +545,7 @@ std::string message_of(const std::exception_ptr& e) {
 
 // Runs `run` and compares its result with the case's (or spmd's deliberate) expectation.
 template <class Run>
-void check(const Json& c, Run run, const std::vector<Array>& inputs) {
+void check(const std::string& key, const Json& c, Run run, const std::vector<Array>& inputs) {
   const Json& want = c.contains("spmd") ? c["spmd"] : c;
   if (c.contains("spmd"))
     testing::Test::RecordProperty("deliberate_difference", c["spmd"]["reason"].get<std::string>());
@@ -359,6 +556,7 @@ void check(const Json& c, Run run, const std::vector<Array>& inputs) {
   } catch (...) {
     error = std::current_exception();
   }
+  compare_across_runs(key, error ? "error " + error_class(error) : digest(got));
   if (want.contains("error")) {
     const Json& e = want["error"];
     // A deliberate difference states the class and key phrase only (no JAX message).
@@ -384,9 +582,12 @@ std::vector<Array> inputs_of(const Json& c) {
 class ShardMapOracle : public testing::TestWithParam<CaseRef> {};
 TEST_P(ShardMapOracle, MatchesJax) {
   const Json& c = case_json(GetParam());
+  if (!runs_here(c))
+    GTEST_SKIP() << "its mesh does not split over " << process_count() << " processes";
   SCOPED_TRACE(c.dump().substr(0, 2000));
   check(
-      c, [&](const std::vector<Array>& in) { return run_shard_map(c, in); }, inputs_of(c));
+      key_of(GetParam()), c, [&](const std::vector<Array>& in) { return run_shard_map(c, in); },
+      inputs_of(c));
 }
 INSTANTIATE_TEST_SUITE_P(Jax0102, ShardMapOracle, testing::ValuesIn(cases_of("shard_map")),
                          case_name);
@@ -394,10 +595,15 @@ INSTANTIATE_TEST_SUITE_P(Jax0102, ShardMapOracle, testing::ValuesIn(cases_of("sh
 class PmapOracle : public testing::TestWithParam<CaseRef> {};
 TEST_P(PmapOracle, MatchesJax) {
   const Json& c = case_json(GetParam());
+  if (multi_process) {
+    const std::string why = not_across_processes(c);
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
   SCOPED_TRACE(c.dump().substr(0, 2000));
   bool legacy_impl = GetParam().suite == "legacy_pmap";
   check(
-      c, [&](const std::vector<Array>& in) { return run_pmap(c, in, legacy_impl); }, inputs_of(c));
+      key_of(GetParam()), c,
+      [&](const std::vector<Array>& in) { return run_pmap(c, in, legacy_impl); }, inputs_of(c));
 }
 // jax 0.10.2's pmap runs on shard_map: spmd's compat shim. jax 0.7.2's is the legacy one.
 INSTANTIATE_TEST_SUITE_P(CompatVsJax0102, PmapOracle, testing::ValuesIn(cases_of("pmap")),
@@ -408,18 +614,24 @@ INSTANTIATE_TEST_SUITE_P(LegacyVsJax072, PmapOracle, testing::ValuesIn(cases_of(
 class VmapOracle : public testing::TestWithParam<CaseRef> {};
 TEST_P(VmapOracle, MatchesJax) {
   const Json& c = case_json(GetParam());
+  if (!runs_here(c))
+    GTEST_SKIP() << "its mesh does not split over " << process_count() << " processes";
   SCOPED_TRACE(c.dump().substr(0, 2000));
   check(
-      c, [&](const std::vector<Array>& in) { return run_vmap(c, in); }, inputs_of(c));
+      key_of(GetParam()), c, [&](const std::vector<Array>& in) { return run_vmap(c, in); },
+      inputs_of(c));
 }
 INSTANTIATE_TEST_SUITE_P(Jax0102, VmapOracle, testing::ValuesIn(cases_of("vmap")), case_name);
 
 class NestedOracle : public testing::TestWithParam<CaseRef> {};
 TEST_P(NestedOracle, MatchesJax) {
   const Json& c = case_json(GetParam());
+  if (!runs_here(c))
+    GTEST_SKIP() << "its mesh does not split over " << process_count() << " processes";
   SCOPED_TRACE(c.dump().substr(0, 2000));
   check(
-      c, [&](const std::vector<Array>& in) { return run_nested(c, in); }, inputs_of(c));
+      key_of(GetParam()), c, [&](const std::vector<Array>& in) { return run_nested(c, in); },
+      inputs_of(c));
 }
 INSTANTIATE_TEST_SUITE_P(Jax0102, NestedOracle, testing::ValuesIn(cases_of("nested_shard_map")),
                          case_name);
@@ -435,3 +647,17 @@ INSTANTIATE_TEST_SUITE_P(Jax0102, PrngOracle, testing::ValuesIn(cases_of("prng")
 
 }  // namespace
 }  // namespace spmd
+
+// 8 CPU devices in one process, or the devices of a run spmd-run started (SPMD_NUM_PROCESSES).
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  spmd::multi_process = std::getenv("SPMD_NUM_PROCESSES") != nullptr;
+  if (spmd::multi_process) {
+    spmd::distributed::initialize();
+  } else {
+    spmd::initialize({.cpu_devices = 8});
+  }
+  const int status = RUN_ALL_TESTS();
+  if (spmd::multi_process) spmd::distributed::shutdown();
+  return status;
+}

@@ -91,7 +91,10 @@ namespace spmd {
 // The whole value of `x` in every process (JAX's multihost_utils.process_allgather), gathered by
 // collectives over x's mesh: every process calls it with the same array at the same point of the
 // program. The result is replicated over the mesh, so every process can read all of it
-// (to_vector, item). An array on one device is returned as it is.
+// (to_vector, item). Over a mesh axis x's spec leaves out, the value is the first device's along
+// it, as a one-process read gives (a shard_map output with check_vma=false need not be equal
+// there; JAX would give each process its own devices'). An array on one device is returned as it
+// is.
 Array process_allgather(const Array& x);
 
 }  // namespace spmd
