@@ -12,7 +12,8 @@
 //     A last row runs the product on both devices of a 2-device mesh inside shard_map, against
 //     two threads calling gemm at once: with a single-threaded BLAS each device thread runs its
 //     own gemm, so the ratio should be near 1, and the process should hold no threads beyond the
-//     main thread and the device threads.
+//     main thread and the device threads. The scaling row runs the same [2n, n] @ [n, n] product
+//     on one device and over the 2-device mesh: its ratio is the speed-up of 2 devices over 1.
 // Times are median (min, for GFLOP/s the best) of reps of calibrated call counts.
 //
 //   build/bench/kernels_bench [--reps=7] [--quick]   (--quick: n = 256 only)
@@ -232,6 +233,29 @@ void two_device_row(int64_t n, const RunSettings& settings) {
       process_threads());
 }
 
+// Scaling: the same product, f32 [2n, n] @ [n, n], on one device and row-sharded over a 2-device
+// mesh (each device multiplying an [n, n] block on its own thread): the speed-up of 2 devices over
+// 1 on this machine's cores.
+void scaling_row(int64_t n, const RunSettings& settings) {
+  const std::vector<float> values = test_values<float>(n);
+  const Mesh mesh = make_mesh({2}, {"i"});
+  const Array w = Array::from_vector<float>(values, Shape{n, n});
+  const Array whole = concatenate({w, w});
+  const Array x = device_put(whole, NamedSharding(mesh, P("i")));
+  auto f = shard_map([](const Array& xb, const Array& wb) { return matmul(xb, wb); }, mesh,
+                     {P("i"), P()}, P("i"));
+  const auto two = [&](int64_t k) {
+    for (int64_t i = 0; i < k; ++i) f(x, w);
+  };
+  const auto one = [&](int64_t k) {
+    for (int64_t i = 0; i < k; ++i) matmul(whole, w);
+  };
+  const Rates r = measure(n, 2, two, one, settings);
+  fmt::print(
+      "| float32 [2n, n] @ [n, n], 2 devices over 1 | {} | {} | {} (1 device) | {:.2f} | - |\n", n,
+      rate(r.spmd), rate(r.direct), median(r.ratio));
+}
+
 void matmul_table(const RunSettings& settings) {
   const auto sizes =
       settings.quick ? std::vector<int64_t>{256} : std::vector<int64_t>{256, 512, 1024, 2048};
@@ -245,6 +269,7 @@ void matmul_table(const RunSettings& settings) {
   matmul_rows<float>(sizes, numpy, settings);
   matmul_rows<double>(sizes, numpy, settings);
   two_device_row(settings.quick ? 256 : 1024, settings);
+  scaling_row(settings.quick ? 256 : 1024, settings);
 }
 
 }  // namespace
