@@ -270,6 +270,44 @@ TEST_P(Pmap, NestedErrors) {
   expect_error<NameError>([&] { outer_j(iarange(8, {4, 2})); }, {"unbound axis name: j"});
 }
 
+// ---- vmap of pmap (JAX's batching rule; docs/conformance.md V06) ----
+
+TEST_P(Pmap, V06CollectivesWithVmapAroundPmap) {
+  // VmapPmapCollectivesTest.testCollectivesWithVmap, the (vmap, pmap) third: the body reduces
+  // over the vmapped axis and the pmap's at once; it must equal (pmap, pmap) and (vmap, vmap).
+  using Collective = Array (*)(const Array&, AxisNames, ReduceOptions);
+  for (Collective collective :
+       {Collective(psum), Collective(pmean), Collective(pmax), Collective(pmin)}) {
+    auto body = [collective](const Array& x, const Array& y) {
+      return x + collective(matmul(x, y), {"i", "j"}, {});
+    };
+    // Integer values: every sum is exact, whatever order the axes are reduced in.
+    Array x = farange(2 * 4 * 3 * 3, {2, 4, 3, 3});
+    Array by_pmaps = pmap(pmap(body, "j"), "i")(x, x);
+    Array by_vmaps =
+        vmap(vmap(body, {0}, {0}, {.axis_name = "j"}), {0}, {0}, {.axis_name = "i"})(x, x);
+    Array mixed = vmap(pmap(body, "j"), {0}, {0}, {.axis_name = "i"})(x, x);
+    EXPECT_ARRAY_EQ(mixed, by_pmaps);
+    EXPECT_ARRAY_EQ(mixed, by_vmaps);
+  }
+}
+
+TEST_P(Pmap, V06VmapOfPmapPlacesBothAxes) {
+  // The batch dimension at vmap's in_axes/out_axes, the pmap's at its own (counted without the
+  // batch), as vmap(vmap(...)) places them; the body names both axes.
+  auto body = [](const Array& v) { return v * 10 + axis_index("b") * 100 + axis_index("p"); };
+  Array x = farange(3 * 4 * 2, {2, 4, 3});  // batch of 3 at axis 2, pmap over 4 at axis 1
+  auto mixed =
+      vmap(pmap(body, "p", {.in_axes = {1}, .out_axes = {0}}), {2}, {1}, {.axis_name = "b"});
+  auto reference = vmap(vmap(body, {1}, {0}, {.axis_name = "p"}), {2}, {1}, {.axis_name = "b"});
+  EXPECT_ARRAY_EQ(mixed(x), reference(x));
+  EXPECT_EQ(mixed(x).shape(), (Shape{4, 3, 2}));
+  // Negative axes need the ranks of the call: refused with a message that says so.
+  expect_error<NotImplementedError>(
+      [&] { vmap(pmap(body, "p", {.in_axes = {-1}}), {0}, {0}, {.axis_name = "b"}); },
+      {"negative in_axes entry", "write the non-negative axis"});
+}
+
 // ---- pmap errors (C32-C45; legacy texts in both implementations) ----
 
 TEST_P(Pmap, C32C33TooFewDevices) {

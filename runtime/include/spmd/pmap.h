@@ -21,6 +21,8 @@
 //
 // The first call of a nested pmap runs the outer body once more than later calls: the inner
 // pmap's axis size is only known when the body reaches it (JAX learns it by tracing).
+// spmd::vmap of a pmap is one pmap with f vmapped on each device (JAX's batching rule), so f may
+// name the vmap's axis and the pmap's.
 #pragma once
 
 #include <functional>
@@ -29,11 +31,13 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "spmd/array.h"
 #include "spmd/collectives.h"
 #include "spmd/shard_map.h"
+#include "spmd/vmap.h"
 
 namespace spmd {
 
@@ -151,6 +155,8 @@ class Pmapped {
   }
 
   const internal::PmapPlan& plan() const { return plan_; }
+  const F& function() const { return f_; }
+  internal::PmapRunner runner() const { return runner_; }
 
  private:
   F f_;
@@ -203,6 +209,29 @@ Pmapped<std::decay_t<F>> pmap(F&& f, std::string axis_name, PmapOptions options 
                                 &compat::run_pmap, file, line);
 }
 }  // namespace compat
+
+namespace internal {
+template <class G>
+inline constexpr bool kHasBatchingRule<Pmapped<G>> = true;
+
+// The plans of vmap(pmap(...)): JAX's batching rule for pmap. The pmap maps the same dimension of
+// each argument, counted with the batch dimension in place, and f is vmapped on each device over
+// the batch dimension of its slice; outputs stack the batch at out_axes and the pmap's axis
+// beside it. Non-negative axes only (NotImplementedError), and vmap out_axes integers.
+std::pair<PmapPlan, VmapPlan> batch_pmap_plans(const PmapPlan& pmap, VmapPlan vmap);
+}  // namespace internal
+
+// vmap of a pmap: one pmap over the batch (see spmd/vmap.h).
+template <class G>
+Pmapped<Vmapped<G>> vmap(const Pmapped<G>& f, std::vector<std::optional<int>> in_axes = {0},
+                         std::vector<std::optional<int>> out_axes = {0}, VmapOptions options = {},
+                         const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  auto [pmap_plan, vmap_plan] = internal::batch_pmap_plans(
+      f.plan(), internal::make_vmap_plan<G>(std::move(in_axes), std::move(out_axes),
+                                            std::move(options), file, line));
+  return Pmapped<Vmapped<G>>(Vmapped<G>(f.function(), std::move(vmap_plan)), std::move(pmap_plan),
+                             f.runner());
+}
 
 // ---- JAX's other deprecated pmap-era helpers ----
 

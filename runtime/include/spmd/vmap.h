@@ -28,7 +28,9 @@
 // vmap of a shard_map (spmd::vmap(spmd::shard_map(...), ...)) is JAX's batching rule for
 // shard_map: one call whose specs gain the batch dimension, split over
 // VmapOptions::spmd_axis_name (replicated without it), and whose body is vmapped over each
-// device's part of the batch.
+// device's part of the batch. vmap of a pmap (spmd/pmap.h) is the same for pmap: one pmap whose
+// mapped dimension steps over the batch dimension, with f vmapped on each device, so that f may
+// name the vmap's axis as well as the pmap's.
 //
 // Differences from JAX, deliberate: out_axes nullopt accepts an output that is equal for every
 // batch element (JAX decides by data dependence when it traces f; spmd runs f eagerly); a batch
@@ -84,10 +86,12 @@ template <class F>
 using Vmapped = internal::Mapped<F, internal::VmapPlan, &internal::run_vmap>;
 
 namespace internal {
+// Mapped callables with a batching rule of their own (an overload of vmap below, and one in
+// spmd/pmap.h for Pmapped).
 template <class F>
-inline constexpr bool kIsShardMapped = false;
+inline constexpr bool kHasBatchingRule = false;
 template <class G>
-inline constexpr bool kIsShardMapped<ShardMapped<G>> = true;
+inline constexpr bool kHasBatchingRule<ShardMapped<G>> = true;
 
 template <class F>
 internal::VmapPlan make_vmap_plan(std::vector<std::optional<int>> in_axes,
@@ -104,7 +108,7 @@ internal::VmapPlan make_vmap_plan(std::vector<std::optional<int>> in_axes,
 // of its elements); nullopt passes the argument unbatched. out_axes: one entry for every output
 // or one per output; negative axes count from the end. Checked when the mapped function is
 // called, with JAX's messages.
-template <class F, std::enable_if_t<!internal::kIsShardMapped<std::decay_t<F>>, int> = 0>
+template <class F, std::enable_if_t<!internal::kHasBatchingRule<std::decay_t<F>>, int> = 0>
 Vmapped<std::decay_t<F>> vmap(F&& f, std::vector<std::optional<int>> in_axes = {0},
                               std::vector<std::optional<int>> out_axes = {0},
                               VmapOptions options = {}, const char* file = __builtin_FILE(),
