@@ -90,7 +90,9 @@ Result finish(Worker w, std::chrono::seconds timeout = std::chrono::seconds(30))
   return r;
 }
 
-int unused_port() {
+// A loopback port nobody listens on: bound, then closed (a program that took it meanwhile would
+// fail the test that uses it, not hide anything).
+int closed_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -101,6 +103,30 @@ int unused_port() {
   ::close(fd);
   return ntohs(addr.sin_port);
 }
+
+// A socket listening on a loopback port of the kernel's choice, handed to process 0 as spmd-run
+// hands it (SPMD_COORDINATOR_FD), so that no other program can take the port before process 0
+// serves its store there. The workers inherit it (it is not close-on-exec).
+struct Coordinator {
+  int fd = -1;
+  std::string address;
+  Coordinator() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd, 64), 0);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    address = fmt::format("127.0.0.1:{}", ntohs(addr.sin_port));
+  }
+  ~Coordinator() { ::close(fd); }
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+  // The environment of process 0.
+  std::vector<std::string> env() const { return {fmt::format("SPMD_COORDINATOR_FD={}", fd)}; }
+};
 
 // ---- worker modes (run in the child processes) ----
 
@@ -173,7 +199,7 @@ TEST(TcpStore, WaitEndsAtItsDeadlineNamingTheKeys) {
 }
 
 TEST(TcpStore, CoordinatorThatNeverAnswersIsNamed) {
-  const int port = unused_port();
+  const int port = closed_port();
   const Clock::time_point start = Clock::now();
   try {
     TcpStore store("127.0.0.1", port, std::chrono::milliseconds(500));
@@ -198,8 +224,9 @@ TEST(TcpStore, ServerOutlivesAClientThatDies) {
 }
 
 TEST(Initialize, TwoProcessesJoinOverTcp) {
-  const std::string address = fmt::format("127.0.0.1:{}", unused_port());
-  Worker a = start({"init-worker", address, "2", "0", "3"});
+  Coordinator coordinator;
+  const std::string& address = coordinator.address;
+  Worker a = start({"init-worker", address, "2", "0", "3"}, coordinator.env());
   Worker b = start({"init-worker", address, "2", "1", "3"});
   Result ra = finish(a), rb = finish(b);
   EXPECT_EQ(ra.status, 0) << ra.output;
@@ -223,8 +250,9 @@ TEST(Initialize, TwoProcessesJoinOverGlooFileStore) {
 }
 
 TEST(Initialize, InconsistentProcessCountsAreNamed) {
-  const std::string address = fmt::format("127.0.0.1:{}", unused_port());
-  Worker a = start({"init-worker", address, "2", "0", "2"});
+  Coordinator coordinator;
+  const std::string& address = coordinator.address;
+  Worker a = start({"init-worker", address, "2", "0", "2"}, coordinator.env());
   Worker b = start({"init-worker", address, "3", "1", "2"});
   Result ra = finish(a), rb = finish(b);
   EXPECT_EQ(rb.status, 3) << rb.output;
@@ -234,8 +262,9 @@ TEST(Initialize, InconsistentProcessCountsAreNamed) {
 }
 
 TEST(Initialize, InconsistentDeviceCountsAreNamed) {
-  const std::string address = fmt::format("127.0.0.1:{}", unused_port());
-  Worker a = start({"init-worker", address, "2", "0", "2"});
+  Coordinator coordinator;
+  const std::string& address = coordinator.address;
+  Worker a = start({"init-worker", address, "2", "0", "2"}, coordinator.env());
   Worker b = start({"init-worker", address, "2", "1", "4"});
   Result ra = finish(a), rb = finish(b);
   EXPECT_EQ(rb.status, 3) << rb.output;
@@ -245,7 +274,7 @@ TEST(Initialize, InconsistentDeviceCountsAreNamed) {
 }
 
 TEST(Initialize, CoordinatorThatIsNotThereEndsInSeconds) {
-  const std::string address = fmt::format("127.0.0.1:{}", unused_port());
+  const std::string address = fmt::format("127.0.0.1:{}", closed_port());
   const Clock::time_point start_time = Clock::now();
   Result r = finish(start({"init-worker", address, "2", "1", "2"}));  // process 0 never starts
   EXPECT_EQ(r.status, 3) << r.output;
