@@ -201,7 +201,9 @@ struct DeviceContext {
   Device device;
   uint64_t collectives = 0;     // collectives entered so far
   uint64_t signature_hash = 0;  // of the collective entered last
-  bool threw_abort = false;     // this thread already unwinds because the call aborted
+  // This device's body already unwinds because the call aborted. Atomic: the batch elements of a
+  // vmap with an axis name share the device's context and may unwind on their own threads.
+  std::atomic<bool> threw_abort{false};
   const std::vector<int>* members = nullptr;  // mesh positions of the current collective's group
   int group_rank = 0;                         // this device's rank in that group
   uint64_t bound = 0;                         // mesh axes collectives may name here
