@@ -193,7 +193,11 @@ CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
 
 void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cancel& cancel) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (aborted_) cancel.throw_aborted();
+  if (aborted_) {
+    // Not under mu_: throw_aborted takes the call's lock, which abort() holds when it takes mu_.
+    lock.unlock();
+    cancel.throw_aborted();
+  }
   requests_[local_index_[rank]] = request;
   const uint64_t generation = generation_;
   if (++arrived_ == static_cast<int>(local_ranks_.size())) {
