@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdlib>
 #include <cstring>
 #include <ostream>
@@ -351,17 +352,31 @@ std::vector<Shard> Array::addressable_shards() const {
 
 namespace {
 
+// A float's text with NumPy's trailing dot for integral values ("1.", "0.5", "nan", "1e+20").
+template <class F>
+std::string float_text(F v) {
+  std::string text = fmt::format("{}", v);
+  if (text.find_first_of(".en") == std::string::npos) text += ".";
+  return text;
+}
+
 // The shortest decimal that reads back as the same 16-bit float, NumPy's rule for float16 scalars
 // (bfloat16 0.1 prints as 0.1, where its value as a float32 would print as 0.099975586).
 template <class Half>
 std::string shortest_text(Half v) {
   const float f = static_cast<float>(v);
-  if (!std::isfinite(f)) return fmt::format("{}", f);
+  if (!std::isfinite(f)) return float_text(f);
   for (int digits = 1;; ++digits) {
     const double shortest = std::strtod(fmt::format("{:.{}e}", f, digits - 1).c_str(), nullptr);
     // Printed like a float32 (positional or exponent form by the same rule).
-    if (Half(static_cast<float>(shortest)).bits == v.bits) return fmt::format("{}", shortest);
+    if (Half(static_cast<float>(shortest)).bits == v.bits) return float_text(shortest);
   }
+}
+
+// NumPy's form of a complex element: "1.+2.j", "0.1-1.j", "nan+nanj".
+template <class F>
+std::string complex_text(std::complex<F> z) {
+  return float_text(z.real()) + (std::signbit(z.imag()) ? "" : "+") + float_text(z.imag()) + "j";
 }
 
 // Every element as text: ints exactly, floats in shortest round-trip form with NumPy's trailing
@@ -369,6 +384,12 @@ std::string shortest_text(Half v) {
 std::vector<std::string> format_elements(const Array& a) {
   std::vector<std::string> items;
   switch (a.dtype()) {
+    case DType::kComplex64:
+      for (auto z : a.to_vector<std::complex<float>>()) items.push_back(complex_text(z));
+      return items;
+    case DType::kComplex128:
+      for (auto z : a.to_vector<std::complex<double>>()) items.push_back(complex_text(z));
+      return items;
     case DType::kBool:
       for (bool b : a.to_vector<bool>()) items.push_back(b ? "True" : "False");
       return items;
@@ -385,20 +406,17 @@ std::vector<std::string> format_elements(const Array& a) {
       for (uint64_t v : a.to_vector<uint64_t>()) items.push_back(std::to_string(v));
       return items;
     case DType::kFloat64:
-      for (double v : a.to_vector<double>()) items.push_back(fmt::format("{}", v));
-      break;
+      for (double v : a.to_vector<double>()) items.push_back(float_text(v));
+      return items;
     case DType::kFloat32:
-      for (float v : a.to_vector<float>()) items.push_back(fmt::format("{}", v));
-      break;
+      for (float v : a.to_vector<float>()) items.push_back(float_text(v));
+      return items;
     case DType::kFloat16:
       for (float16_t v : a.to_vector<float16_t>()) items.push_back(shortest_text(v));
-      break;
+      return items;
     case DType::kBFloat16:
       for (bfloat16_t v : a.to_vector<bfloat16_t>()) items.push_back(shortest_text(v));
-      break;
-  }
-  for (std::string& item : items) {
-    if (item.find_first_of(".en") == std::string::npos) item += ".";
+      return items;
   }
   return items;
 }

@@ -224,6 +224,26 @@ OpSignature signature(CollectiveKind kind, const Array& x) {
 
 Communicator::Keep keep_of(const Array& local_array) { return single_shard(local_array).buffer; }
 
+// What a communicator reduces for elements of dt: a complex sum is the sum of its real and
+// imaginary parts, so complex arrays reach every backend as twice as many elements of their real
+// type (communicators reduce real types only).
+struct Reduced {
+  DType dtype;
+  int64_t lanes;
+};
+Reduced reduced_as(DType dt) { return {real_dtype(dt), is_complex(dt) ? 2 : 1}; }
+
+// pmax/pmin of complex: XLA has no complex max reduction across devices (JAX fails at run time
+// with UNIMPLEMENTED); spmd says so before any device starts it.
+void check_orderable(const Array& x, ReduceKind op, const char* api) {
+  if (op != ReduceKind::kSum && is_complex(x.dtype())) {
+    throw TypeError(fmt::format(
+        "{} does not accept dtype {}: complex numbers have no order to reduce across devices "
+        "(JAX fails with UNIMPLEMENTED); reduce spmd::real(x) and spmd::imag(x), or spmd::abs(x)",
+        api, x.dtype()));
+  }
+}
+
 const void* data_of(const Array& a) { return const_view(a).data; }
 void* data_of_mut(const Array& a) { return mut_view(a).data; }
 
@@ -265,6 +285,7 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
     if (group_size != nullptr) *group_size = batch * others;
     return out;
   }
+  check_orderable(x, op, api);
   Bound b = bind(axes, api);
   check_groups(options.axis_index_groups, b.size, false, api);
   Array in =
@@ -274,8 +295,9 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
   int members;
   {
     CollectiveScope scope(b, sig, options.axis_index_groups);
-    scope.comm().all_reduce(op, in.dtype(), in.size(), data_of(in), data_of_mut(out), keep_of(in),
-                            scope.cancel());
+    const Reduced as = reduced_as(in.dtype());
+    scope.comm().all_reduce(op, as.dtype, in.size() * as.lanes, data_of(in), data_of_mut(out),
+                            keep_of(in), scope.cancel());
     members = scope.group_size();
   }
   if (group_size != nullptr) *group_size = members;
@@ -421,8 +443,10 @@ Array psum_scatter(const Array& x, AxisNames axes, PsumScatterOptions options) {
     shape.erase(shape.begin() + d);
   }
   Array out = internal::empty_array(in.dtype(), shape);
-  scope.comm().reduce_scatter(ReduceKind::kSum, in.dtype(), outer, inner, internal::data_of(in),
-                              internal::data_of_mut(out), internal::keep_of(in), scope.cancel());
+  const internal::Reduced as = internal::reduced_as(in.dtype());
+  scope.comm().reduce_scatter(ReduceKind::kSum, as.dtype, outer, inner * as.lanes,
+                              internal::data_of(in), internal::data_of_mut(out),
+                              internal::keep_of(in), scope.cancel());
   return internal::typed(out, b, internal::vma_of(x) | b.mask);
 }
 

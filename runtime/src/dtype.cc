@@ -20,10 +20,11 @@ struct DTypeInfo {
 
 // Indexed by the DType enumerator, whose order the header fixes.
 constexpr DTypeInfo kDTypeInfo[] = {
-    {"bool", "bool", 1},   {"int32", "i32", 4},     {"int64", "i64", 8},   {"uint32", "u32", 4},
-    {"float16", "f16", 2}, {"bfloat16", "bf16", 2}, {"float32", "f32", 4}, {"float64", "f64", 8},
-    {"int8", "i8", 1},     {"int16", "i16", 2},     {"uint8", "u8", 1},    {"uint16", "u16", 2},
-    {"uint64", "u64", 8},
+    {"bool", "bool", 1},   {"int32", "i32", 4},     {"int64", "i64", 8},
+    {"uint32", "u32", 4},  {"float16", "f16", 2},   {"bfloat16", "bf16", 2},
+    {"float32", "f32", 4}, {"float64", "f64", 8},   {"int8", "i8", 1},
+    {"int16", "i16", 2},   {"uint8", "u8", 1},      {"uint16", "u16", 2},
+    {"uint64", "u64", 8},  {"complex64", "c64", 8}, {"complex128", "c128", 16},
 };
 
 // JAX's promotion lattice (dtype.h) as edges to the types each one promotes to directly. kNone
@@ -40,13 +41,15 @@ constexpr int kLattice[kNodes][3] = {
     /* uint32 */ {node(DType::kUInt64), node(DType::kInt64), kNone},
     /* float16 */ {node(DType::kFloat32), kNone, kNone},
     /* bfloat16 */ {node(DType::kFloat32), kNone, kNone},
-    /* float32 */ {node(DType::kFloat64), kNone, kNone},
-    /* float64 */ {kNone, kNone, kNone},
+    /* float32 */ {node(DType::kFloat64), node(DType::kComplex64), kNone},
+    /* float64 */ {node(DType::kComplex128), kNone, kNone},
     /* int8 */ {node(DType::kInt16), kNone, kNone},
     /* int16 */ {node(DType::kInt32), kNone, kNone},
     /* uint8 */ {node(DType::kUInt16), node(DType::kInt16), kNone},
     /* uint16 */ {node(DType::kUInt32), node(DType::kInt32), kNone},
     /* uint64 */ {kWeakFloat, kNone, kNone},
+    /* complex64 */ {node(DType::kComplex128), kNone, kNone},
+    /* complex128 */ {kNone, kNone, kNone},
     /* float* */ {node(DType::kBFloat16), node(DType::kFloat16), kNone},
 };
 
@@ -105,7 +108,15 @@ bool is_floating(DType dt) {
          dt == DType::kFloat64;
 }
 
-bool is_integer(DType dt) { return !is_floating(dt) && dt != DType::kBool; }
+bool is_complex(DType dt) { return dt == DType::kComplex64 || dt == DType::kComplex128; }
+
+bool is_integer(DType dt) { return !is_floating(dt) && !is_complex(dt) && dt != DType::kBool; }
+
+DType real_dtype(DType dt) {
+  if (dt == DType::kComplex64) return DType::kFloat32;
+  if (dt == DType::kComplex128) return DType::kFloat64;
+  return dt;
+}
 
 DType promote_types(DType a, DType b) {
   info(a);  // rejects invalid enumerators before they take part in the lattice
@@ -117,12 +128,14 @@ DType promote_types(DType a, DType b) {
       return n == kWeakFloat ? DType::kFloat64 : static_cast<DType>(n);
     }
   }
-  return DType::kFloat64;  // unreachable: float64 bounds every type
+  return DType::kComplex128;  // unreachable: complex128 bounds every type
 }
 
 DType promote_with_scalar(DType array_dtype, bool scalar_is_float) {
   info(array_dtype);
-  if (scalar_is_float) return is_floating(array_dtype) ? array_dtype : DType::kFloat32;
+  if (scalar_is_float) {
+    return is_floating(array_dtype) || is_complex(array_dtype) ? array_dtype : DType::kFloat32;
+  }
   return array_dtype == DType::kBool ? DType::kInt32 : array_dtype;
 }
 

@@ -36,11 +36,11 @@ struct NpyType {
   const char* descr;
 };
 constexpr NpyType kTypes[] = {
-    {DType::kBool, "|b1"},    {DType::kInt32, "<i4"},   {DType::kInt64, "<i8"},
-    {DType::kUInt32, "<u4"},  {DType::kFloat16, "<f2"}, {DType::kBFloat16, "<V2"},
-    {DType::kFloat32, "<f4"}, {DType::kFloat64, "<f8"}, {DType::kInt8, "|i1"},
-    {DType::kInt16, "<i2"},   {DType::kUInt8, "|u1"},   {DType::kUInt16, "<u2"},
-    {DType::kUInt64, "<u8"},
+    {DType::kBool, "|b1"},    {DType::kInt32, "<i4"},     {DType::kInt64, "<i8"},
+    {DType::kUInt32, "<u4"},  {DType::kFloat16, "<f2"},   {DType::kBFloat16, "<V2"},
+    {DType::kFloat32, "<f4"}, {DType::kFloat64, "<f8"},   {DType::kInt8, "|i1"},
+    {DType::kInt16, "<i2"},   {DType::kUInt8, "|u1"},     {DType::kUInt16, "<u2"},
+    {DType::kUInt64, "<u8"},  {DType::kComplex64, "<c8"}, {DType::kComplex128, "<c16"},
 };
 
 std::string_view descr_of(DType dt) {
@@ -56,9 +56,12 @@ std::string tuple_repr(const Shape& shape) {
   return fmt::format("({})", fmt::join(shape, ", "));
 }
 
-void swap_bytes(char* data, size_t count, size_t size) {
+// Reverses the bytes of each of `count` elements of dtype dt (each part of a complex on its own).
+void swap_bytes(char* data, size_t count, DType dt) {
+  const size_t lanes = is_complex(dt) ? 2 : 1;
+  const size_t size = static_cast<size_t>(itemsize(dt)) / lanes;
   if (size == 1) return;
-  for (size_t i = 0; i < count; ++i) std::reverse(data + i * size, data + (i + 1) * size);
+  for (size_t i = 0; i < count * lanes; ++i) std::reverse(data + i * size, data + (i + 1) * size);
 }
 
 // The header dictionary: {'descr': ..., 'fortran_order': ..., 'shape': ...}.
@@ -176,8 +179,8 @@ std::pair<DType, bool> dtype_of_descr(const std::string& descr, const std::strin
   auto unsupported = [&]() {
     return TypeError(fmt::format(
         "load('{}'): spmd has no dtype for the .npy type '{}'; spmd reads bool, int8 to int64, "
-        "uint8 to uint64, float16, bfloat16 (2-byte void, as ml_dtypes writes it), float32 and "
-        "float64. "
+        "uint8 to uint64, float16, bfloat16 (2-byte void, as ml_dtypes writes it), float32, "
+        "float64, complex64 and complex128. "
         "Convert the array in NumPy first, e.g. np.save(path, a.astype(np.int32)).",
         name, descr));
   };
@@ -254,7 +257,7 @@ void save(std::ostream& out, const Array& x, const std::string& name) {
   std::vector<char> data(static_cast<size_t>(x.size()) * item);
   internal::read_host(x, dt, data.data());
   if constexpr (std::endian::native == std::endian::big) {
-    swap_bytes(data.data(), static_cast<size_t>(x.size()), item);
+    swap_bytes(data.data(), static_cast<size_t>(x.size()), dt);
   }
   out.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
@@ -292,7 +295,7 @@ Array load(std::istream& in, const std::string& name) {
   }
   size_t item = static_cast<size_t>(itemsize(dtype));
   std::vector<char> data = read_bytes(in, count * item, name, "the data");
-  if (swap) swap_bytes(data.data(), count, item);
+  if (swap) swap_bytes(data.data(), count, dtype);
   if (dtype == DType::kBool) {
     for (char& b : data) b = b != 0 ? 1 : 0;
   }

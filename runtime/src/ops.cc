@@ -47,7 +47,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 // The floating type jnp gives integer inputs of transcendental ops and true division.
 DType inexact(DType dt) {
-  if (is_floating(dt)) return dt;
+  if (is_floating(dt) || is_complex(dt)) return dt;
   return itemsize(dt) == 8 ? DType::kFloat64 : DType::kFloat32;
 }
 
@@ -67,6 +67,41 @@ Array unary(internal::UnaryOp op, const Array& x, DType dtype) {
 }
 
 Array float_unary(internal::UnaryOp op, const Array& x) { return unary(op, x, inexact(x.dtype())); }
+
+// lax's TypeError for a real-only op given a complex x, in JAX's words ("floor does not accept
+// dtype complex64. Accepted dtypes are subtypes of floating.").
+void check_not_complex(const Array& x, const char* name, const char* accepted = "floating") {
+  if (is_complex(x.dtype())) {
+    throw TypeError(fmt::format("{} does not accept dtype {}. Accepted dtypes are subtypes of {}.",
+                                name, x.dtype(), accepted));
+  }
+}
+
+// The same for binary ops, naming the operand's position as lax does.
+void check_real_operands(const Array& a, const Array& b, const char* name, const char* accepted) {
+  for (int position = 0; position < 2; ++position) {
+    DType dt = (position == 0 ? a : b).dtype();
+    if (is_complex(dt)) {
+      throw TypeError(fmt::format(
+          "{} does not accept dtype {} at position {}. Accepted dtypes at position {} are "
+          "subtypes of {}.",
+          name, dt, position, position, accepted));
+    }
+  }
+}
+
+Array real_float_unary(internal::UnaryOp op, const Array& x, const char* name) {
+  check_not_complex(x, name);
+  return float_unary(op, x);
+}
+
+// A complex x's part (abs, real, imag, angle): an array of x's real type.
+Array complex_part(internal::UnaryOp op, const Array& x) {
+  Array in = local(x);
+  Array out = empty_array(real_dtype(x.dtype()), x.shape());
+  kernels().unary(op, const_view(in), mut_view(out));
+  return with_vma(out, vma_of(x));
+}
 
 Array binary(internal::BinaryOp op, const Array& a, const Array& b, DType compute, DType result) {
   Shape shape = broadcast_shapes(a.shape(), b.shape());
@@ -230,7 +265,7 @@ Array exp(const Array& x) { return float_unary(internal::UnaryOp::kExp, x); }
 Array log(const Array& x) { return float_unary(internal::UnaryOp::kLog, x); }
 Array sqrt(const Array& x) { return float_unary(internal::UnaryOp::kSqrt, x); }
 Array tanh(const Array& x) { return float_unary(internal::UnaryOp::kTanh, x); }
-Array erf_inv(const Array& x) { return float_unary(internal::UnaryOp::kErfInv, x); }
+Array erf_inv(const Array& x) { return real_float_unary(internal::UnaryOp::kErfInv, x, "erf_inv"); }
 Array sin(const Array& x) { return float_unary(internal::UnaryOp::kSin, x); }
 Array cos(const Array& x) { return float_unary(internal::UnaryOp::kCos, x); }
 Array tan(const Array& x) { return float_unary(internal::UnaryOp::kTan, x); }
@@ -247,11 +282,11 @@ Array expm1(const Array& x) { return float_unary(internal::UnaryOp::kExpm1, x); 
 Array log2(const Array& x) { return float_unary(internal::UnaryOp::kLog2, x); }
 Array log10(const Array& x) { return float_unary(internal::UnaryOp::kLog10, x); }
 Array exp2(const Array& x) { return float_unary(internal::UnaryOp::kExp2, x); }
-Array erf(const Array& x) { return float_unary(internal::UnaryOp::kErf, x); }
-Array cbrt(const Array& x) { return float_unary(internal::UnaryOp::kCbrt, x); }
+Array erf(const Array& x) { return real_float_unary(internal::UnaryOp::kErf, x, "erf"); }
+Array cbrt(const Array& x) { return real_float_unary(internal::UnaryOp::kCbrt, x, "cbrt"); }
 Array reciprocal(const Array& x) { return 1 / x.astype(inexact(x.dtype())); }
 Array sigmoid(const Array& x) {
-  if (!is_floating(x.dtype())) {
+  if (!is_floating(x.dtype()) && !is_complex(x.dtype())) {
     throw TypeError(
         fmt::format("logistic does not accept dtype {}. Accepted dtypes are subtypes of floating, "
                     "complexfloating.",
@@ -259,27 +294,51 @@ Array sigmoid(const Array& x) {
   }
   return 1 / (exp(-x) + 1);
 }
+// A complex is NaN or infinite when either part is, finite when both are.
 Array isnan(const Array& x) {
+  if (is_complex(x.dtype())) return logical_or(isnan(real(x)), isnan(imag(x)));
   return is_floating(x.dtype()) ? not_equal(x, x) : full(x.shape(), false, DType::kBool);
 }
 Array isinf(const Array& x) {
+  if (is_complex(x.dtype())) return logical_or(isinf(real(x)), isinf(imag(x)));
   if (!is_floating(x.dtype())) return full(x.shape(), false, DType::kBool);
   return abs(x) == std::numeric_limits<double>::infinity();
 }
 Array isfinite(const Array& x) {
+  if (is_complex(x.dtype())) return logical_and(isfinite(real(x)), isfinite(imag(x)));
   if (!is_floating(x.dtype())) return full(x.shape(), true, DType::kBool);
   return abs(x) < std::numeric_limits<double>::infinity();
 }
 Array floor(const Array& x) {
+  check_not_complex(x, "floor");
   return is_floating(x.dtype()) ? unary(internal::UnaryOp::kFloor, x, x.dtype()) : x;
 }
 Array ceil(const Array& x) {
+  check_not_complex(x, "ceil");
   return is_floating(x.dtype()) ? unary(internal::UnaryOp::kCeil, x, x.dtype()) : x;
 }
 Array round(const Array& x) {
-  return is_floating(x.dtype()) ? unary(internal::UnaryOp::kRound, x, x.dtype()) : x;
+  const bool inexact_type = is_floating(x.dtype()) || is_complex(x.dtype());
+  return inexact_type ? unary(internal::UnaryOp::kRound, x, x.dtype()) : x;
 }
-Array abs(const Array& x) { return unary(internal::UnaryOp::kAbs, x, x.dtype()); }
+Array abs(const Array& x) {
+  if (is_complex(x.dtype())) return complex_part(internal::UnaryOp::kAbs, x);
+  return unary(internal::UnaryOp::kAbs, x, x.dtype());
+}
+Array real(const Array& x) {
+  return is_complex(x.dtype()) ? complex_part(internal::UnaryOp::kReal, x) : x;
+}
+Array imag(const Array& x) {
+  return is_complex(x.dtype()) ? complex_part(internal::UnaryOp::kImag, x) : zeros_like(x);
+}
+Array conj(const Array& x) {
+  return is_complex(x.dtype()) ? unary(internal::UnaryOp::kConj, x, x.dtype()) : x;
+}
+Array angle(const Array& x) {
+  if (is_complex(x.dtype())) return complex_part(internal::UnaryOp::kAngle, x);
+  Array xf = x.astype(inexact(x.dtype()));
+  return arctan2(zeros_like(xf), xf);
+}
 Array sign(const Array& x) {
   if (x.dtype() == DType::kBool) {
     throw TypeError(
@@ -304,9 +363,13 @@ Array divide(const Array& a, const Array& b) {
   return binary(internal::BinaryOp::kDiv, a, b, dt, dt);
 }
 Array floor_divide(const Array& a, const Array& b) {
+  if (is_complex(a.dtype()) || is_complex(b.dtype())) {
+    throw TypeError("floor_divide does not support complex-valued inputs");
+  }
   return arithmetic(internal::BinaryOp::kFloorDiv, a, b);
 }
 Array remainder(const Array& a, const Array& b) {
+  check_real_operands(a, b, "rem", "integer, floating");
   return arithmetic(internal::BinaryOp::kRem, a, b);
 }
 Array power(const Array& a, const Array& b) { return arithmetic(internal::BinaryOp::kPow, a, b); }
@@ -326,7 +389,7 @@ namespace {
 Array bitwise(internal::BinaryOp op, const Array& a, const Array& b, const char* name) {
   for (int position = 0; position < 2; ++position) {
     DType dt = (position == 0 ? a : b).dtype();
-    if (is_floating(dt)) {
+    if (is_floating(dt) || is_complex(dt)) {
       throw TypeError(
           fmt::format("{} does not accept dtype {} at position {}. Accepted dtypes at position {} "
                       "are subtypes of integer, bool.",
@@ -349,7 +412,7 @@ Array bitwise_xor(const Array& a, const Array& b) {
 }
 Array bitwise_not(const Array& x) {
   if (x.dtype() == DType::kBool) return !x;
-  if (is_floating(x.dtype())) {
+  if (is_floating(x.dtype()) || is_complex(x.dtype())) {
     throw TypeError(fmt::format(
         "not does not accept dtype {}. Accepted dtypes are subtypes of integer, bool.", x.dtype()));
   }
@@ -358,10 +421,16 @@ Array bitwise_not(const Array& x) {
 }
 
 Array arctan2(const Array& y, const Array& x) {
+  check_real_operands(y, x, "atan2", "integer, floating");
   DType dt = inexact(promote_types(y.dtype(), x.dtype()));
   return binary(internal::BinaryOp::kAtan2, y, x, dt, dt);
 }
 Array hypot(const Array& a, const Array& b) {
+  if (is_complex(a.dtype()) || is_complex(b.dtype())) {
+    throw ValueError(
+        "jnp.hypot is not well defined for complex-valued inputs. Please convert to real values "
+        "first, such as by using abs(x)");
+  }
   DType dt = inexact(promote_types(a.dtype(), b.dtype()));
   Array x = abs(a.astype(dt));
   Array y = abs(b.astype(dt));
@@ -374,6 +443,7 @@ Array hypot(const Array& a, const Array& b) {
   return where(inf, full({}, std::numeric_limits<double>::infinity(), dt), out);
 }
 Array logaddexp(const Array& a, const Array& b) {
+  check_real_operands(a, b, "logaddexp", "integer, floating");
   DType dt = inexact(promote_types(a.dtype(), b.dtype()));
   Array x = a.astype(dt);
   Array y = b.astype(dt);
@@ -406,6 +476,17 @@ Array where(const Array& cond, const Array& a, const Array& b) {
   return with_vma(out, vma_of(cond) | vma_of(a) | vma_of(b));
 }
 
+namespace {
+void check_clip_real(const Array& x, const Array& min, const Array& max) {
+  if (is_complex(x.dtype()) || is_complex(min.dtype()) || is_complex(max.dtype())) {
+    throw ValueError(
+        "Clip received a complex value either through the input or the min/max keywords. Complex "
+        "values have no ordering and cannot be clipped. Please convert to a real value or array "
+        "by taking the real or imaginary components via spmd::real/imag respectively.");
+  }
+}
+}  // namespace
+
 Array weak_scalar(WeakScalar s, const Array& like) {
   if (s.is_bool) return full({}, s.value, like.dtype());
   DType dt = promote_with_scalar(like.dtype(), s.is_float);
@@ -431,10 +512,12 @@ Array maximum(const Array& a, WeakScalar b) { return maximum(a, weak_scalar(b, a
 Array minimum(const Array& a, WeakScalar b) { return minimum(a, weak_scalar(b, a)); }
 Array power(const Array& a, WeakScalar b) { return power(a, weak_scalar(b, a)); }
 Array clip(const Array& x, std::optional<WeakScalar> min, std::optional<WeakScalar> max) {
+  check_clip_real(x, x, x);
   Array out = min ? maximum(x, *min) : x;
   return max ? minimum(out, *max) : out;
 }
 Array clip(const Array& x, const Array& min, const Array& max) {
+  check_clip_real(x, min, max);
   return minimum(maximum(x, min), max);
 }
 
@@ -504,9 +587,11 @@ static Array arg_reduce(internal::ReduceOp op, const char* name, const Array& x,
 }
 
 Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
+  check_real_operands(x, x, "gt", "integer, floating, bool");
   return arg_reduce(internal::ReduceOp::kArgMax, "argmax", x, axis, keepdims);
 }
 Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
+  check_real_operands(x, x, "lt", "integer, floating, bool");
   return arg_reduce(internal::ReduceOp::kArgMin, "argmin", x, axis, keepdims);
 }
 

@@ -108,6 +108,12 @@ std::string compare_arrays(const Array& a, const Array& b, CompareOptions option
     return fmt::format("type {} vs {}", type_string(a.dtype(), a.shape()),
                        type_string(b.dtype(), b.shape()));
   }
+  if (is_complex(a.dtype())) {
+    std::string difference = compare_floats(real(a), real(b), options);
+    if (!difference.empty()) return "real part " + difference;
+    difference = compare_floats(imag(a), imag(b), options);
+    return difference.empty() ? "" : "imaginary part " + difference;
+  }
   return is_floating(a.dtype()) ? compare_floats(a, b, options) : compare_exact(a, b);
 }
 

@@ -5,6 +5,7 @@
 // every backend runs the same cases: the CPU backend, the test backend of tests/backends/ and the
 // CUDA backend (skipped, saying why, without 8 CUDA devices: run scripts/gpu-check.sh).
 #include <cmath>
+#include <complex>
 #include <cstring>
 
 #include "test_backend/test_backend.h"
@@ -139,6 +140,24 @@ TEST_P(Collectives, C21C22PsumScatter) {
   auto tiled = pmap([](const Array& b) { return psum_scatter(b, "i", {.tiled = true}); }, 4);
   EXPECT_ARRAY_EQ(untiled(x), ints({24, 28, 32, 36}));
   EXPECT_ARRAY_EQ(tiled(x), ints({24, 28, 32, 36}, {4, 1}));
+}
+
+// Complex sums reach every backend as pairs of their real type (collectives.cc); compared on the
+// host, since CUDA devices hold complex values without computing on them.
+TEST_P(Collectives, ComplexPsumAndPsumScatterSumBothParts) {
+  using c64 = std::complex<float>;
+  const Array x = Array::from_vector<c64>({{1, 2}, {3, -1}, {-2, 0.5f}, {4, 4}});
+  auto sum = pmap([](const Array& b) { return psum(b, "i"); }, 4);
+  EXPECT_EQ(sum(x).to_vector<c64>(), std::vector<c64>(4, c64(6, 5.5f)));
+  auto sum128 = pmap([](const Array& b) { return psum(b, "i"); }, 4);
+  EXPECT_EQ(sum128(x.astype(complex128)).to_vector<std::complex<double>>(),
+            std::vector<std::complex<double>>(4, {6, 5.5}));
+  auto scatter = pmap([](const Array& b) { return psum_scatter(b, "i"); }, 4);
+  EXPECT_EQ(scatter(stack({x, x, x, x})).to_vector<c64>(),
+            (std::vector<c64>{{4, 8}, {12, -4}, {-8, 2}, {16, 16}}));
+  auto gather = pmap([](const Array& b) { return all_gather(b, "i"); }, 4);
+  const std::vector<c64> gathered = gather(x).to_vector<c64>();
+  EXPECT_EQ(std::vector<c64>(gathered.begin() + 12, gathered.end()), x.to_vector<c64>());
 }
 
 TEST_P(Collectives, C24PsumWithGroups) {

@@ -6,6 +6,8 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
+#include <iterator>
 #include <limits>
 
 #include "spmd/errors.h"
@@ -160,13 +162,21 @@ TEST(DTypeTest, NamesAndSizes) {
     int64_t size;
   };
   const Row rows[] = {
-      {DType::kBool, "bool", "bool", 1},      {DType::kInt32, "int32", "i32", 4},
-      {DType::kInt64, "int64", "i64", 8},     {DType::kUInt32, "uint32", "u32", 4},
-      {DType::kFloat16, "float16", "f16", 2}, {DType::kBFloat16, "bfloat16", "bf16", 2},
-      {DType::kFloat32, "float32", "f32", 4}, {DType::kFloat64, "float64", "f64", 8},
-      {DType::kInt8, "int8", "i8", 1},        {DType::kInt16, "int16", "i16", 2},
-      {DType::kUInt8, "uint8", "u8", 1},      {DType::kUInt16, "uint16", "u16", 2},
+      {DType::kBool, "bool", "bool", 1},
+      {DType::kInt32, "int32", "i32", 4},
+      {DType::kInt64, "int64", "i64", 8},
+      {DType::kUInt32, "uint32", "u32", 4},
+      {DType::kFloat16, "float16", "f16", 2},
+      {DType::kBFloat16, "bfloat16", "bf16", 2},
+      {DType::kFloat32, "float32", "f32", 4},
+      {DType::kFloat64, "float64", "f64", 8},
+      {DType::kInt8, "int8", "i8", 1},
+      {DType::kInt16, "int16", "i16", 2},
+      {DType::kUInt8, "uint8", "u8", 1},
+      {DType::kUInt16, "uint16", "u16", 2},
       {DType::kUInt64, "uint64", "u64", 8},
+      {DType::kComplex64, "complex64", "c64", 8},
+      {DType::kComplex128, "complex128", "c128", 16},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(dtype_name(row.dt), row.name);
@@ -175,6 +185,8 @@ TEST(DTypeTest, NamesAndSizes) {
   }
   static_assert(sizeof(float16_t) == 2 && sizeof(bfloat16_t) == 2);
   static_assert(dtype_of_v<float16_t> == DType::kFloat16 && dtype_of_v<uint32_t> == DType::kUInt32);
+  static_assert(dtype_of_v<std::complex<float>> == complex64 &&
+                dtype_of_v<std::complex<double>> == complex128);
 }
 
 TEST(DTypeTest, Kinds) {
@@ -188,7 +200,16 @@ TEST(DTypeTest, Kinds) {
   for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
     EXPECT_TRUE(is_floating(dt));
     EXPECT_FALSE(is_integer(dt));
+    EXPECT_FALSE(is_complex(dt));
+    EXPECT_EQ(real_dtype(dt), dt);
   }
+  for (DType dt : {DType::kComplex64, DType::kComplex128}) {
+    EXPECT_TRUE(is_complex(dt));
+    EXPECT_FALSE(is_floating(dt));
+    EXPECT_FALSE(is_integer(dt));
+  }
+  EXPECT_EQ(real_dtype(DType::kComplex64), DType::kFloat32);
+  EXPECT_EQ(real_dtype(DType::kComplex128), DType::kFloat64);
 }
 
 TEST(DTypeTest, ShapeStrings) {
@@ -209,27 +230,34 @@ TEST(DTypeTest, PromotionTable) {
   constexpr DType b = DType::kBool, i8 = DType::kInt8, i16 = DType::kInt16, i32 = DType::kInt32,
                   i64 = DType::kInt64, u8 = DType::kUInt8, u16 = DType::kUInt16,
                   u32 = DType::kUInt32, u64 = DType::kUInt64, f16 = DType::kFloat16,
-                  bf16 = DType::kBFloat16, f32 = DType::kFloat32, f64 = DType::kFloat64;
-  constexpr DType kAll[] = {b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64};
+                  bf16 = DType::kBFloat16, f32 = DType::kFloat32, f64 = DType::kFloat64,
+                  c64 = DType::kComplex64, c128 = DType::kComplex128;
+  constexpr DType kAll[] = {b,   i8,  i16,  i32, i64, u8,  u16, u32,
+                            u64, f16, bf16, f32, f64, c64, c128};
+  constexpr int kN = std::size(kAll);
   // Row a, column b, in kAll order: jnp.promote_types(a, b) on JAX 0.10.2 with x64 enabled
   // (spmd keeps the 64-bit types JAX would truncate without it).
-  constexpr DType kExpected[13][13] = {
-      {b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64},               // bool
-      {i8, i8, i16, i32, i64, i16, i32, i64, f64, f16, bf16, f32, f64},             // int8
-      {i16, i16, i16, i32, i64, i16, i32, i64, f64, f16, bf16, f32, f64},           // int16
-      {i32, i32, i32, i32, i64, i32, i32, i64, f64, f16, bf16, f32, f64},           // int32
-      {i64, i64, i64, i64, i64, i64, i64, i64, f64, f16, bf16, f32, f64},           // int64
-      {u8, i16, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64},             // uint8
-      {u16, i32, i32, i32, i64, u16, u16, u32, u64, f16, bf16, f32, f64},           // uint16
-      {u32, i64, i64, i64, i64, u32, u32, u32, u64, f16, bf16, f32, f64},           // uint32
-      {u64, f64, f64, f64, f64, u64, u64, u64, u64, f16, bf16, f32, f64},           // uint64
-      {f16, f16, f16, f16, f16, f16, f16, f16, f16, f16, f32, f32, f64},            // float16
-      {bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, f32, bf16, f32, f64},  // bfloat16
-      {f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f64},            // float32
-      {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64},            // float64
+  constexpr DType kExpected[kN][kN] = {
+      {b, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128},      // bool
+      {i8, i8, i16, i32, i64, i16, i32, i64, f64, f16, bf16, f32, f64, c64, c128},    // int8
+      {i16, i16, i16, i32, i64, i16, i32, i64, f64, f16, bf16, f32, f64, c64, c128},  // int16
+      {i32, i32, i32, i32, i64, i32, i32, i64, f64, f16, bf16, f32, f64, c64, c128},  // int32
+      {i64, i64, i64, i64, i64, i64, i64, i64, f64, f16, bf16, f32, f64, c64, c128},  // int64
+      {u8, i16, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128},    // uint8
+      {u16, i32, i32, i32, i64, u16, u16, u32, u64, f16, bf16, f32, f64, c64, c128},  // uint16
+      {u32, i64, i64, i64, i64, u32, u32, u32, u64, f16, bf16, f32, f64, c64, c128},  // uint32
+      {u64, f64, f64, f64, f64, u64, u64, u64, u64, f16, bf16, f32, f64, c64, c128},  // uint64
+      {f16, f16, f16, f16, f16, f16, f16, f16, f16, f16, f32, f32, f64, c64, c128},   // float16
+      {bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, f32, bf16, f32, f64, c64,
+       c128},                                                                         // bfloat16
+      {f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f64, c64, c128},   // float32
+      {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, c128, c128},  // float64
+      {c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c64, c128, c64, c128},  // complex64
+      {c128, c128, c128, c128, c128, c128, c128, c128, c128, c128, c128, c128, c128, c128,
+       c128},  // complex128
   };
-  for (int i = 0; i < 13; ++i) {
-    for (int j = 0; j < 13; ++j) {
+  for (int i = 0; i < kN; ++i) {
+    for (int j = 0; j < kN; ++j) {
       EXPECT_EQ(promote_types(kAll[i], kAll[j]), kExpected[i][j])
           << dtype_name(kAll[i]) << " + " << dtype_name(kAll[j]);
     }
@@ -244,7 +272,8 @@ TEST(DTypeTest, PromoteWithWeakScalar) {
     EXPECT_EQ(promote_with_scalar(dt, false), dt);
     EXPECT_EQ(promote_with_scalar(dt, true), DType::kFloat32);
   }
-  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
+                   DType::kComplex64, DType::kComplex128}) {
     EXPECT_EQ(promote_with_scalar(dt, false), dt);
     EXPECT_EQ(promote_with_scalar(dt, true), dt);
   }

@@ -36,13 +36,15 @@ def expected(name):
     # (i - 2.5) * 0.75 is exact in bfloat16: the float32 bits' upper halves.
     f = ((i - 2.5) * 0.75).astype(np.float32)
     return (f.view(np.uint32) >> 16).astype(np.uint16).view("<V2").reshape(SHAPE)
+  if name in ("complex64", "complex128"):
+    return ((i - 2.5) * 0.75 + i * 0.5j).astype(name).reshape(SHAPE)
   return ((i - 2.5) * 0.75).astype(name).reshape(SHAPE)
 
 
 def main():
   folder = sys.argv[1]
   for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-               "float16", "bfloat16", "float32", "float64"):
+               "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):
     want = expected(name)
     got = np.load(os.path.join(folder, f"spmd_{name}.npy"))
     if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,8 +28,9 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-constexpr DType kEveryDType[] = {bool_,  int8,   int16,   int32,    int64,   uint8,  uint16,
-                                 uint32, uint64, float16, bfloat16, float32, float64};
+constexpr DType kEveryDType[] = {bool_,    int8,    int16,   int32,     int64,
+                                 uint8,    uint16,  uint32,  uint64,    float16,
+                                 bfloat16, float32, float64, complex64, complex128};
 
 // The 2x3 array of dtype `dt` that npy_numpy_check.py expects (the same formulas).
 Array expected(DType dt) {
@@ -44,6 +46,9 @@ Array expected(DType dt) {
     values = i.astype(uint32) * 700000000u;
   } else if (dt == uint64) {  // past int64's range
     values = i.astype(uint64) * Array::scalar<uint64_t>(3000000000000000000u);
+  } else if (is_complex(dt)) {
+    const Array j = Array::scalar(std::complex<double>(0, 1));
+    values = ((i.astype(float64) - 2.5) * 0.75 + i.astype(float64) * 0.5 * j).astype(dt);
   } else {
     values = ((i.astype(float64) - 2.5) * 0.75).astype(dt);
   }
@@ -169,9 +174,9 @@ TEST(NpyTest, RejectsMalformedFilesWithTheReason) {
   EXPECT_THAT(error_of(good.substr(0, good.size() - 3)),
               HasSubstr("the data is truncated (expected 24 bytes, found 21)"));
   EXPECT_THAT(error_of(good.substr(0, 20)), HasSubstr("the header is truncated"));
-  EXPECT_THAT(error_of(npy_file(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+  EXPECT_THAT(error_of(npy_file(1, "{'descr': '<m8', 'fortran_order': False, 'shape': (1,), }",
                                 "abcdefgh")),
-              HasSubstr("spmd has no dtype for the .npy type '<c8'"));
+              HasSubstr("spmd has no dtype for the .npy type '<m8'"));
   EXPECT_THAT(error_of(npy_file(
                   1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", "")),
               HasSubstr("structured dtype"));
@@ -184,8 +189,8 @@ TEST(NpyTest, RejectsMalformedFilesWithTheReason) {
   v4[6] = 4;
   EXPECT_THAT(error_of(v4), HasSubstr("version 4.0 is not supported"));
   EXPECT_THROW(from_bytes(good.substr(0, 20)), ValueError);
-  EXPECT_THROW(from_bytes(npy_file(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (), }",
-                                   "12345678")),
+  EXPECT_THROW(from_bytes(npy_file(1, "{'descr': '<c32', 'fortran_order': False, 'shape': (), }",
+                                   "0123456789abcdef0123456789abcdef")),
                TypeError);
 }
 

@@ -62,9 +62,10 @@ TEST(DTypeConstantsTest, AreJaxNamesOfEveryDType) {
                 uint32 == DType::kUInt32 && float16 == DType::kFloat16 &&
                 bfloat16 == DType::kBFloat16 && float32 == DType::kFloat32 &&
                 float64 == DType::kFloat64 && int8 == DType::kInt8 && int16 == DType::kInt16 &&
-                uint8 == DType::kUInt8 && uint16 == DType::kUInt16 && uint64 == DType::kUInt64);
+                uint8 == DType::kUInt8 && uint16 == DType::kUInt16 && uint64 == DType::kUInt64 &&
+                complex64 == DType::kComplex64 && complex128 == DType::kComplex128);
   for (DType dt : {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
-                   bfloat16, float32, float64}) {
+                   bfloat16, float32, float64, complex64, complex128}) {
     EXPECT_EQ(zeros({2, 3}, dt).dtype(), dt) << dt;
     EXPECT_EQ(arange(3).astype(dt).dtype(), dt) << dt;
     EXPECT_EQ(fmt::format("{}", dt), dtype_name(dt));

@@ -9,17 +9,20 @@
 //
 //   bool -> {uint8, int8};  uint8 -> {uint16, int16};  uint16 -> {uint32, int32};
 //   uint32 -> {uint64, int64};  int8 -> int16 -> int32 -> int64;  {uint64, int64} -> float*;
-//   float* -> {bfloat16, float16} -> float32 -> float64
+//   float* -> {bfloat16, float16} -> float32 -> float64;  float32 -> complex64 -> complex128;
+//   float64 -> complex128
 //
 // where the join of two types is the least type both promote to (uint8+int8 -> int16,
-// uint32+int32 -> int64, bfloat16+float16 -> float32), and float* (JAX's weak float) stands for
-// float64: uint64+int64 -> float64. A Python-style "weak" scalar (a C++ literal in `x + 2`) takes
-// the array's dtype unless the kinds differ (an int array plus 2.5 gives float32); an integer
-// literal wraps into the array's type as in JAX (a uint8 array plus 300 adds 44).
+// uint32+int32 -> int64, bfloat16+float16 -> float32, float64+complex64 -> complex128), and float*
+// (JAX's weak float) stands for float64: uint64+int64 -> float64. A Python-style "weak" scalar (a
+// C++ literal in `x + 2`) takes the array's dtype unless the kinds differ (an int array plus 2.5
+// gives float32); an integer literal wraps into the array's type as in JAX (a uint8 array plus 300
+// adds 44).
 //
 // Every dtype also has JAX's name as a constant (spmd::float32 for jnp.float32), usable wherever
 // a DType is. The 16-bit float element types are spmd::float16_t and spmd::bfloat16_t (the
-// names of C++23's std::float16_t and std::bfloat16_t), since spmd::float16 names the dtype.
+// names of C++23's std::float16_t and std::bfloat16_t), since spmd::float16 names the dtype; the
+// complex ones are std::complex<float> (complex64) and std::complex<double> (complex128).
 //
 // Example:
 //   spmd::promote_types(spmd::int32, spmd::float16);    // DType::kFloat16
@@ -28,6 +31,7 @@
 //   fmt::print("{}\n", spmd::float32);                  // float32 (std::cout << works too)
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -53,6 +57,8 @@ enum class DType {
   kUInt8,
   kUInt16,
   kUInt64,
+  kComplex64,
+  kComplex128,
 };
 
 // JAX's dtype names (jnp.float32, ...). bool_ is jnp.bool_ (bool is a C++ keyword).
@@ -69,6 +75,8 @@ inline constexpr DType float16 = DType::kFloat16;
 inline constexpr DType bfloat16 = DType::kBFloat16;
 inline constexpr DType float32 = DType::kFloat32;
 inline constexpr DType float64 = DType::kFloat64;
+inline constexpr DType complex64 = DType::kComplex64;
+inline constexpr DType complex128 = DType::kComplex128;
 
 // Array shapes: one extent per dimension, row-major.
 using Shape = std::vector<int64_t>;
@@ -107,13 +115,16 @@ std::string_view dtype_name(DType dt);
 // Prints dtype_name(dt).
 std::ostream& operator<<(std::ostream& os, DType dt);
 // JAX's short form used in shapes such as f32[4,2]: "bool", "i8", "i16", "i32", "i64", "u8",
-// "u16", "u32", "u64", "f16", "bf16", "f32", "f64".
+// "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "c64", "c128".
 std::string_view dtype_short_name(DType dt);
 // "f32[4,2]", the form JAX error messages use for an array type.
 std::string type_string(DType dt, const Shape& shape);
 
-bool is_floating(DType dt);
-bool is_integer(DType dt);  // the signed and unsigned integer types (not bool)
+bool is_floating(DType dt);  // the real floating types
+bool is_complex(DType dt);   // complex64, complex128
+bool is_integer(DType dt);   // the signed and unsigned integer types (not bool)
+// The type of a complex type's parts (complex64 -> float32); other types are their own.
+DType real_dtype(DType dt);
 
 // The dtype of a binary operation between arrays of dtypes a and b.
 DType promote_types(DType a, DType b);
@@ -176,6 +187,14 @@ struct dtype_of<float> {
 template <>
 struct dtype_of<double> {
   static constexpr DType value = DType::kFloat64;
+};
+template <>
+struct dtype_of<std::complex<float>> {
+  static constexpr DType value = DType::kComplex64;
+};
+template <>
+struct dtype_of<std::complex<double>> {
+  static constexpr DType value = DType::kComplex128;
 };
 template <class T>
 inline constexpr DType dtype_of_v = dtype_of<T>::value;

@@ -42,14 +42,21 @@ Array exp(const Array& x);
 Array log(const Array& x);
 Array sqrt(const Array& x);
 Array tanh(const Array& x);
-Array abs(const Array& x);
+Array abs(const Array& x);  // a complex x gives its real type (complex64 -> float32)
 Array sign(const Array& x);
 Array floor(const Array& x);
 Array ceil(const Array& x);
 Array round(const Array& x);  // half to even
 Array square(const Array& x);
 Array erf_inv(const Array& x);
-// Floats from the math library (integers and bools compute in float32, as jnp does).
+// Complex parts: real, imag and angle give a complex x's real type; for a real x, real and conj
+// are x, imag is zeros and angle is atan2(0, x) (pi for negatives, in float32 for integers).
+Array real(const Array& x);
+Array imag(const Array& x);
+Array conj(const Array& x);
+Array angle(const Array& x);
+// Floats from the math library (integers and bools compute in float32, as jnp does); complex
+// inputs too, except erf and cbrt (TypeError, as lax). floor and ceil reject complex as well.
 Array sin(const Array& x);
 Array cos(const Array& x);
 Array tan(const Array& x);
@@ -69,9 +76,10 @@ Array exp2(const Array& x);
 Array erf(const Array& x);
 Array cbrt(const Array& x);
 Array reciprocal(const Array& x);  // 1 / x (integers give float32, as jnp's)
-// jax.nn.sigmoid: 1 / (1 + exp(-x)); floats only (TypeError otherwise, as lax.logistic).
+// jax.nn.sigmoid: 1 / (1 + exp(-x)); floats and complex only (TypeError otherwise, as
+// lax.logistic).
 Array sigmoid(const Array& x);
-// Float classification (false, false, true for every integer and bool).
+// Float classification (false, false, true for every integer and bool; a complex by its parts).
 Array isnan(const Array& x);
 Array isinf(const Array& x);
 Array isfinite(const Array& x);

@@ -139,10 +139,10 @@ std::vector<Array> run_pmap(const internal::PmapPlan& plan, const std::vector<Ar
 template <class F>
 class Pmapped {
  public:
-  Pmapped(F f, internal::PmapPlan plan, internal::PmapRunner runner)
+  Pmapped(F f, internal::PmapPlan plan, internal::PmapRunner run)
       : f_(std::move(f)),
         plan_(std::move(plan)),
-        runner_(runner),
+        runner_(run),
         cache_(std::make_shared<internal::PmapCache>()) {}
 
   template <class... Args>

@@ -334,8 +334,10 @@ SPMD_HOST_DEVICE constexpr C highest() {
 // The math library's float functions (UnaryOp kSin ... kCbrt), one per element. A switch per
 // element costs nothing next to the library call, and keeps one list for every backend.
 
+// The trigonometric and hyperbolic functions and their inverses (kSin ... kArctanh), for every
+// type the library overloads them for: floats and std::complex (backend/complex_ops.h).
 template <class F>
-SPMD_HOST_DEVICE F library_math(UnaryOp op, F v) {
+SPMD_HOST_DEVICE F trig_math(UnaryOp op, F v) {
   switch (op) {
     case UnaryOp::kSin:
       return std::sin(v);
@@ -359,6 +361,17 @@ SPMD_HOST_DEVICE F library_math(UnaryOp op, F v) {
       return std::acosh(v);
     case UnaryOp::kArctanh:
       return std::atanh(v);
+    default:
+      return v;  // not in is_trig_math
+  }
+}
+
+constexpr bool is_trig_math(UnaryOp op) { return op >= UnaryOp::kSin && op <= UnaryOp::kArctanh; }
+
+template <class F>
+SPMD_HOST_DEVICE F library_math(UnaryOp op, F v) {
+  if (is_trig_math(op)) return trig_math(op, v);
+  switch (op) {
     case UnaryOp::kLog1p:
       return std::log1p(v);
     case UnaryOp::kExpm1:

@@ -6,10 +6,14 @@
 //     (and accumulated) in float, rounded once per result;
 //   - integers wrap (computed in their unsigned type), as XLA does;
 //   - max/min propagate NaN (jnp.maximum/minimum); on ties they keep the first operand.
+//   - complex64/complex128 (std::complex) are stored and computed as themselves; their kernels
+//     are separate from the real types' (dispatch_complex, backend/complex_ops.h) because most
+//     real rules (ordering, NaN tests, integer wrapping) do not apply to them.
 // Reductions fold their operands in a fixed order with these rules (kernels.h, backend.h).
 #pragma once
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -24,6 +28,15 @@ template <class T>
 constexpr bool kIsHalf = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
 template <class C>
 constexpr bool kIsFloat = std::is_floating_point_v<C>;
+template <class T>
+constexpr bool kIsComplex =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// Sixteen bytes moved as one element: complex128 in the kernels that only move bits.
+struct Bits128 {
+  uint64_t low;
+  uint64_t high;
+};
 
 // How an element type is stored. Any type that is not an element type (the raw uintN_t used for
 // bit copies) is stored and computed as itself.
@@ -68,13 +81,28 @@ bool dispatch_first(Match match, F& f) {
   return ((match(std::type_identity<Ts>{}) && (f(std::type_identity<Ts>{}), true)) || ...);
 }
 
-// Calls f(std::type_identity<T>{}) with the element type of dt.
+[[noreturn]] inline void unknown_dtype(DType dt, const char* kinds) {
+  throw TypeError(std::string(dtype_name(dt)) + " is not one of the " + kinds +
+                  " this kernel handles");
+}
+
+// Calls f(std::type_identity<T>{}) with the element type of dt, one of the real types (every type
+// but the complex ones; TypeError for those).
 template <class F>
 void dispatch(DType dt, F&& f) {
   const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
   const bool known = dispatch_first<bool, int32_t, int64_t, uint32_t, float16_t, bfloat16_t, float,
                                     double, int8_t, int16_t, uint8_t, uint16_t, uint64_t>(is_dt, f);
-  if (!known) throw ValueError("invalid dtype " + std::to_string(static_cast<int>(dt)));
+  if (!known) unknown_dtype(dt, "real types");
+}
+
+// The same for the complex types: std::complex<float> or std::complex<double>.
+template <class F>
+void dispatch_complex(DType dt, F&& f) {
+  const auto is_dt = [dt]<class T>(std::type_identity<T>) { return dtype_of_v<T> == dt; };
+  if (!dispatch_first<std::complex<float>, std::complex<double>>(is_dt, f)) {
+    unknown_dtype(dt, "complex types");
+  }
 }
 
 // Calls f with the unsigned type of dt's size, for kernels that only move bits.
@@ -82,7 +110,7 @@ template <class F>
 void dispatch_bits(DType dt, F&& f) {
   const auto size = static_cast<size_t>(itemsize(dt));
   const auto fits = [size]<class U>(std::type_identity<U>) { return sizeof(U) == size; };
-  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t>(fits, f);
+  dispatch_first<uint8_t, uint16_t, uint32_t, uint64_t, Bits128>(fits, f);
 }
 
 // Integer arithmetic in an unsigned type at least as wide, so that overflow wraps: the type's own

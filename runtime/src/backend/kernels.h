@@ -62,7 +62,7 @@ enum class UnaryOp {
   kLog,         // floats only
   kSqrt,        // floats only
   kTanh,        // floats only
-  kAbs,         // any numeric
+  kAbs,         // any numeric (a complex x gives its real type, see kReal)
   kLogicalNot,  // bool only
   kSign,        // any numeric: -1, 0, 1 (NaN stays NaN)
   kFloor,       // floats only
@@ -89,6 +89,13 @@ enum class UnaryOp {
   kExp2,
   kErf,
   kCbrt,
+  // Complex ops: conj maps complex to complex (the ops layer passes real inputs through);
+  // real, imag and angle take a complex x and write its real type (float32 for complex64), as
+  // abs does for a complex x.
+  kConj,
+  kReal,
+  kImag,
+  kAngle,
 };
 
 enum class BinaryOp {
@@ -99,8 +106,8 @@ enum class BinaryOp {
   kFloorDiv,  // floor(a / b); ints: floor division, x//0 == 0
   kRem,       // Python-style remainder (sign of the divisor); ints: x%0 == 0
   kPow,       // floats: std::pow; ints: repeated squaring, negative exponent -> 0 (1 for base 1)
-  kMax,       // NaN-propagating for floats (jnp.maximum)
-  kMin,       // NaN-propagating for floats (jnp.minimum)
+  kMax,       // NaN-propagating for floats (jnp.maximum); lexicographic for complex
+  kMin,       // NaN-propagating for floats (jnp.minimum); lexicographic for complex
   kAnd,       // bool: logical; ints: bitwise
   kOr,        // bool: logical; ints: bitwise
   kXor,       // bool: logical; ints: bitwise
@@ -140,7 +147,8 @@ class Kernels {
   // dst (dense, 1-D) = 0, 1, 2, ... in dst.dtype.
   virtual void iota(const MutView& dst) const = 0;
 
-  // y = op(x). x and y have the same shape and dtype (kLogicalNot: both bool).
+  // y = op(x). x and y have the same shape and dtype (kLogicalNot: both bool; kAbs, kReal, kImag,
+  // kAngle of a complex x: y has x's real type).
   virtual void unary(UnaryOp op, const ConstView& x, const MutView& y) const = 0;
 
   // y = op(a, b). a, b and y have the same shape (a and b pre-broadcast with 0 strides); a and b

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU backend's kernels over host memory.
 //
-// Each kernel dispatches once on dtype to a template over the element type. Elementwise work runs
-// through Loop, which coalesces dimensions so that dense operands become a single unit-stride run
-// the compiler can vectorise; broadcast (0), transposed and negative strides take the same path.
+// Each kernel dispatches once on dtype to a template over the element type, elementwise work
+// through cpu_loop.h's Loop. Views of complex types go to cpu_complex_kernels.cc, except matmul
+// and the bit moves, which treat every type alike.
 #include "cpu/cpu_kernels.h"
 
 #include <cblas.h>
@@ -22,128 +22,12 @@
 #include <vector>
 
 #include "backend/element_ops.h"
+#include "cpu/cpu_complex_kernels.h"
+#include "cpu/cpu_loop.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal {
 namespace {
-
-[[noreturn]] void unsupported(const char* kernel, int op, DType dt) {
-  throw TypeError(std::string("cpu kernels: ") + kernel + " op " + std::to_string(op) +
-                  " is not defined for " + std::string(dtype_name(dt)));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Strided iteration.
-
-template <size_t N>
-using Offsets = std::array<int64_t, N>;
-
-// Row-major iteration over a shape for N operands with their own strides. Dimensions that are
-// contiguous in every operand are merged and unit dimensions dropped, so dense operands become
-// one run; row-major order of the flattened index is preserved.
-template <size_t N>
-class Loop {
- public:
-  Loop(const Shape& shape, const std::array<const Strides*, N>& strides) {
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 0) {
-        empty_ = true;
-        return;
-      }
-      if (shape[d] == 1) continue;
-      bool merge = !dims_.empty();
-      for (size_t k = 0; k < N && merge; ++k) {
-        merge = strides_.back()[k] == (*strides[k])[d] * shape[d];
-      }
-      Offsets<N> step;
-      for (size_t k = 0; k < N; ++k) step[k] = (*strides[k])[d];
-      if (merge) {
-        dims_.back() *= shape[d];
-        strides_.back() = step;
-      } else {
-        dims_.push_back(shape[d]);
-        strides_.push_back(step);
-      }
-    }
-    if (dims_.empty()) {
-      dims_.push_back(1);
-      strides_.push_back({});
-    }
-  }
-
-  // Calls run(n, offsets, steps) for each innermost run of n elements: operand k's elements are
-  // at offsets[k] + i * steps[k]. `base` is added to every offset.
-  template <class Run>
-  void run(Run&& run_fn, Offsets<N> base = {}) const {
-    if (empty_) return;
-    const size_t inner = dims_.size() - 1;
-    walk(inner, base, [&](const Offsets<N>& o) { run_fn(dims_[inner], o, strides_[inner]); });
-  }
-
-  // Calls run(rows, n, offsets, row_steps, steps) for each plane of the two innermost merged
-  // dimensions (one row when there is a single dimension), so that a kernel can tile it.
-  template <class Run>
-  void run_planes(Run&& run_fn) const {
-    if (empty_) return;
-    if (dims_.size() == 1) {
-      run_fn(int64_t{1}, dims_[0], Offsets<N>{}, Offsets<N>{}, strides_[0]);
-      return;
-    }
-    const size_t rows = dims_.size() - 2;
-    walk(rows, {}, [&](const Offsets<N>& o) {
-      run_fn(dims_[rows], dims_[rows + 1], o, strides_[rows], strides_[rows + 1]);
-    });
-  }
-
- private:
-  // Calls visit(offsets) for every index of the first `outer` merged dimensions, in row-major
-  // order.
-  template <class Visit>
-  void walk(size_t outer, Offsets<N> base, Visit&& visit) const {
-    std::vector<int64_t> index(outer, 0);
-    for (;;) {
-      visit(base);
-      auto d = static_cast<int64_t>(outer) - 1;
-      for (; d >= 0; --d) {
-        for (size_t k = 0; k < N; ++k) base[k] += strides_[d][k];
-        if (++index[d] < dims_[d]) break;
-        for (size_t k = 0; k < N; ++k) base[k] -= strides_[d][k] * dims_[d];
-        index[d] = 0;
-      }
-      if (d < 0) return;
-    }
-  }
-
-  Shape dims_;
-  std::vector<Offsets<N>> strides_;  // per merged dimension, per operand
-  bool empty_ = false;
-};
-
-// y[i] = f(x[i]...) in the compute types, where TY and TX are the element types of y and x.
-template <class TY, class... TX, class F, size_t... I>
-void map_views(F f, const MutView& y, const std::array<const ConstView*, sizeof...(TX)>& x,
-               std::index_sequence<I...>) {
-  constexpr size_t kN = 1 + sizeof...(TX);
-  auto* const py = static_cast<StorageOf<TY>*>(y.data);
-  const std::tuple px{static_cast<const StorageOf<TX>*>(x[I]->data)...};
-  Loop<kN>(y.shape, {&y.strides, &x[I]->strides...})
-      .run([&](int64_t n, const Offsets<kN>& o, const Offsets<kN>& s) {
-        StorageOf<TY>* const yp = py + o[0];
-        const std::tuple xp{(std::get<I>(px) + o[I + 1])...};
-        if (((s[0] == 1) && ... && (s[I + 1] == 1))) {  // a separate loop so that it vectorises
-          for (int64_t i = 0; i < n; ++i) store<TY>(yp + i, f(load<TX>(std::get<I>(xp) + i)...));
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            store<TY>(yp + i * s[0], f(load<TX>(std::get<I>(xp) + i * s[I + 1])...));
-          }
-        }
-      });
-}
-
-template <class TY, class... TX, class F, class... Views>
-void map(F f, const MutView& y, const Views&... x) {
-  map_views<TY, TX...>(f, y, {&x...}, std::index_sequence_for<TX...>{});
-}
 
 // ---------------------------------------------------------------------------------------------
 // Matrix products. Floats go to BLIS's gemm (float16/bfloat16 widened to float32 and rounded
@@ -202,6 +86,17 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, BlasInt m, BlasInt n, BlasInt 
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, BlasInt m, BlasInt n, BlasInt k, const double* a,
           BlasInt lda, const double* b, BlasInt ldb, double* c) {
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+}
+// Complex: CblasTrans transposes without conjugating, as a strided view means.
+template <class Z>
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, BlasInt m, BlasInt n, BlasInt k, const Z* a,
+          BlasInt lda, const Z* b, BlasInt ldb, Z* c) {
+  const Z one(1), zero(0);
+  if constexpr (std::is_same_v<Z, std::complex<float>>) {
+    cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, n);
+  } else {
+    cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, n);
+  }
 }
 
 // A matrix as gemm reads it: row-major (CblasNoTrans) or column-major (CblasTrans), rows (or
@@ -353,6 +248,7 @@ void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
           });
     });
   }
+  if (is_complex(src.dtype) || is_complex(dst.dtype)) return complex_copy(src, dst);
   dispatch(src.dtype, [&]<class S>(std::type_identity<S>) {
     dispatch(dst.dtype, [&]<class D>(std::type_identity<D>) {
       map<D, S>([](ComputeOf<S> v) { return convert<D>(v); }, dst, src);
@@ -361,6 +257,7 @@ void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
 }
 
 void CpuKernels::fill(const MutView& dst, Scalar value) const {
+  if (is_complex(dst.dtype)) return complex_fill(dst, value);
   dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
     StorageOf<T> bits{};
     // Unary + turns a bool scalar into an int, which every conversion accepts.
@@ -374,6 +271,7 @@ void CpuKernels::fill(const MutView& dst, Scalar value) const {
 }
 
 void CpuKernels::iota(const MutView& dst) const {
+  if (is_complex(dst.dtype)) return complex_iota(dst);
   dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
     auto* const p = static_cast<StorageOf<T>*>(dst.data);
     const int64_t n = shape_size(dst.shape);
@@ -382,6 +280,7 @@ void CpuKernels::iota(const MutView& dst) const {
 }
 
 void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
+  if (is_complex(x.dtype)) return complex_unary(op, x, y);
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     using C = ComputeOf<T>;
     const auto apply = [&](auto f) { map<T, T>(f, y, x); };
@@ -429,6 +328,7 @@ void CpuKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
 
 void CpuKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
                         const MutView& y) const {
+  if (is_complex(a.dtype)) return complex_binary(op, a, b, y);
   dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
     using C = ComputeOf<T>;
     const auto arith = [&](auto f) { map<T, T, T>(f, y, a, b); };
@@ -489,33 +389,11 @@ void CpuKernels::select(const ConstView& cond, const ConstView& a, const ConstVi
 }
 
 void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const {
-  const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
-  const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
-  const Shape inner_shape(x.shape.begin() + split, x.shape.end());
-  const Strides outer_strides(x.strides.begin(), x.strides.begin() + split);
-  const Strides inner_strides(x.strides.begin() + split, x.strides.end());
-  const Loop<1> outer(outer_shape, {&outer_strides});
-  const Loop<1> inner(inner_shape, {&inner_strides});
-
+  if (is_complex(x.dtype)) return complex_reduce(op, x, num_reduced, y);
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     using C = ComputeOf<T>;
-    const auto* const px = static_cast<const StorageOf<T>*>(x.data);
-    // For each output element (in y's dense order): state = init(), step(state, v) over the
-    // reduced range in row-major order, then y = finish(state) stored as a U.
     const auto fold = [&]<class U>(std::type_identity<U>, auto init, auto step, auto finish) {
-      auto* const py = static_cast<StorageOf<U>*>(y.data);
-      int64_t out = 0;
-      outer.run([&](int64_t n, const Offsets<1>& o, const Offsets<1>& s) {
-        for (int64_t i = 0; i < n; ++i) {
-          auto state = init();
-          inner.run(
-              [&](int64_t m, const Offsets<1>& io, const Offsets<1>& is) {
-                for (int64_t j = 0; j < m; ++j) step(state, load<T>(px + io[0] + j * is[0]));
-              },
-              {o[0] + i * s[0]});
-          store<U>(py + out++, finish(state));
-        }
-      });
+      fold_trailing<T, U>(x, num_reduced, y, init, step, finish);
     };
     constexpr std::type_identity<T> kSame{};
     const auto value = [](C s) { return s; };
@@ -559,13 +437,14 @@ void CpuKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const 
 }
 
 void CpuKernels::matmul(const ConstView& a, const ConstView& b, const MutView& c) const {
-  dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
-    if constexpr (kIsFloat<ComputeOf<T>>) {
+  const auto product = [&]<class T>(std::type_identity<T>) {
+    if constexpr (kIsFloat<ComputeOf<T>> || kIsComplex<T>) {
       const bool fits = fits_blas(c.shape[1]) && fits_blas(c.shape[2]) && fits_blas(a.shape[2]);
       if (fits) return blas_matmul<T>(a, b, c);
     }
     loop_matmul<T>(a, b, c);
-  });
+  };
+  is_complex(a.dtype) ? dispatch_complex(a.dtype, product) : dispatch(a.dtype, product);
 }
 
 const Kernels& cpu_kernels() {

@@ -617,6 +617,21 @@ void fold_members(cudaStream_t stream, ReduceKind op, DType dtype, const void* c
   check(cudaGetLastError(), "launching the collective reduction kernel");
 }
 
+namespace {
+
+// Complex arrays live on CUDA devices (copies and selects move their bits) but have no compute
+// kernels here yet: the CPU backend's (cpu_complex_kernels.cc) are the only ones.
+void check_real(DType dt, const char* kernel) {
+  if (is_complex(dt)) {
+    throw NotImplementedError(std::string("CUDA kernels: ") + kernel + " of " +
+                              std::string(dtype_name(dt)) +
+                              " arrays is not implemented on CUDA devices; compute complex values "
+                              "on CPU devices (SPMD_PLATFORMS=cpu)");
+  }
+}
+
+}  // namespace
+
 void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
   const Geometry<2> g = geometry<2>(dst.shape, {&dst.strides, &src.strides});
   if (src.dtype == dst.dtype) {
@@ -626,6 +641,8 @@ void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
                 "copy");
     });
   }
+  check_real(src.dtype, "conversion");
+  check_real(dst.dtype, "conversion");
   dispatch(src.dtype, [&]<class S>(std::type_identity<S>) {
     dispatch(dst.dtype, [&]<class D>(std::type_identity<D>) {
       launch<2>(stream_, g,
@@ -637,6 +654,7 @@ void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
 }
 
 void CudaKernels::fill(const MutView& dst, Scalar value) const {
+  check_real(dst.dtype, "fill");
   dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
     // The value is converted on the host by the same rule as on the CPU, then its bits are
     // written.
@@ -648,6 +666,7 @@ void CudaKernels::fill(const MutView& dst, Scalar value) const {
 }
 
 void CudaKernels::iota(const MutView& dst) const {
+  check_real(dst.dtype, "iota");
   dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
     launch<1>(stream_, geometry<1>(dst.shape, {&dst.strides}),
               Iota<T>{static_cast<StorageOf<T>*>(dst.data)}, "iota");
@@ -655,6 +674,7 @@ void CudaKernels::iota(const MutView& dst) const {
 }
 
 void CudaKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
+  check_real(x.dtype, "unary op");
   if (!unary_defined(op, x.dtype)) unsupported("unary", static_cast<int>(op), x.dtype);
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     launch<2>(
@@ -666,6 +686,7 @@ void CudaKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const 
 
 void CudaKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
                          const MutView& y) const {
+  check_real(a.dtype, "binary op");
   if (!binary_defined(op, a.dtype)) unsupported("binary", static_cast<int>(op), a.dtype);
   dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
     launch<3>(stream_, geometry<3>(y.shape, {&y.strides, &a.strides, &b.strides}),
@@ -686,6 +707,7 @@ void CudaKernels::select(const ConstView& cond, const ConstView& a, const ConstV
 }
 
 void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const {
+  check_real(x.dtype, "reduce");
   const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
   const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
   const Shape inner_shape(x.shape.begin() + split, x.shape.end());
@@ -718,6 +740,7 @@ void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const
 }
 
 void CudaKernels::matmul(const ConstView& a, const ConstView& b, const MutView& c) const {
+  check_real(a.dtype, "matmul");
   dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
     const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
     if constexpr (kIsFloat<ComputeOf<T>>) {
