@@ -46,9 +46,11 @@ Array ArrayAccess::wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma) {
 }
 
 Device default_device() {
+  const Platform platform = platform_in_use({});
   const int process = process_layout().index;
-  return Device{process * backend_for(platform_in_use({})).device_count(), platform_in_use({}),
-                process};
+  // (Asked by every op outside a call: process 0's first device needs no device count.)
+  const int first = process == 0 ? 0 : process * backend_for(platform).device_count();
+  return Device{first, platform, process};
 }
 
 Device current_device() {
@@ -64,8 +66,9 @@ Index full_index(const Shape& shape) {
 
 Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset) {
   Device device = buffer->device();
-  std::vector<ShardData> shards{
-      ShardData{device, full_index(shape), shape, std::move(buffer), offset}};
+  // Not a braced list, which would copy the shard (its index and shape) out of the list.
+  std::vector<ShardData> shards;
+  shards.push_back(ShardData{device, full_index(shape), shape, std::move(buffer), offset});
   return ArrayAccess::wrap(
       std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(device), std::move(shards)));
 }
@@ -132,14 +135,16 @@ MutView mut_view(const Array& a) {
 }
 
 ConstView broadcast_view(const Array& a, const Shape& shape) {
-  ConstView v = const_view(a);
-  size_t lead = shape.size() - v.shape.size();
-  Strides strides(shape.size(), 0);
-  for (size_t d = 0; d < v.shape.size(); ++d) {
-    strides[lead + d] = v.shape[d] == shape[lead + d] ? v.strides[d] : 0;
+  const ShardData& s = single_shard(a);
+  ConstView v{static_cast<const char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
+              shape, Strides(shape.size(), 0)};
+  // a's dense strides on the trailing dimensions whose extents match; 0 where a broadcasts.
+  const size_t lead = shape.size() - s.shape.size();
+  int64_t step = 1;
+  for (size_t d = s.shape.size(); d-- > 0;) {
+    if (s.shape[d] == shape[lead + d]) v.strides[lead + d] = step;
+    step *= s.shape[d];
   }
-  v.shape = shape;
-  v.strides = std::move(strides);
   return v;
 }
 

@@ -2,6 +2,7 @@
 // spmd element types: float16/bfloat16 conversions, dtype names and JAX's promotion lattice.
 #include "spmd/dtype.h"
 
+#include <array>
 #include <bit>
 #include <iterator>
 
@@ -61,6 +62,13 @@ constexpr uint32_t upper_bounds(int a) {
   }
   return bounds;
 }
+
+// upper_bounds of every node, computed once at compile time (promotion runs in every binary op).
+constexpr auto kUpperBounds = [] {
+  std::array<uint32_t, kNodes> table{};
+  for (int n = 0; n < kNodes; ++n) table[n] = upper_bounds(n);
+  return table;
+}();
 
 const DTypeInfo& info(DType dt) {
   const auto index = static_cast<size_t>(dt);
@@ -122,9 +130,9 @@ DType promote_types(DType a, DType b) {
   info(a);  // rejects invalid enumerators before they take part in the lattice
   info(b);
   // The least common upper bound: the one whose own upper bounds hold all the common ones.
-  const uint32_t common = upper_bounds(node(a)) & upper_bounds(node(b));
+  const uint32_t common = kUpperBounds[node(a)] & kUpperBounds[node(b)];
   for (int n = 0; n < kNodes; ++n) {
-    if ((common >> n & 1) && (upper_bounds(n) & common) == common) {
+    if ((common >> n & 1) && (kUpperBounds[n] & common) == common) {
       return n == kWeakFloat ? DType::kFloat64 : static_cast<DType>(n);
     }
   }

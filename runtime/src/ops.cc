@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "array_impl.h"
+#include "backend/registry.h"
 #include "checks.h"
 #include "spmd/errors.h"
 
@@ -103,8 +104,17 @@ Array complex_part(internal::UnaryOp op, const Array& x) {
   return with_vma(out, vma_of(x));
 }
 
+// The shape a and b broadcast to: one of theirs when it is (no copy), else made in `made`.
+const Shape& broadcast_shape(const Shape& a, const Shape& b, Shape& made) {
+  if (a == b || b.empty()) return a;
+  if (a.empty()) return b;
+  made = broadcast_shapes(a, b);
+  return made;
+}
+
 Array binary(internal::BinaryOp op, const Array& a, const Array& b, DType compute, DType result) {
-  Shape shape = broadcast_shapes(a.shape(), b.shape());
+  Shape made;
+  const Shape& shape = broadcast_shape(a.shape(), b.shape(), made);
   Array la = local(a.dtype() == compute ? a : astype(a, compute));
   Array lb = local(b.dtype() == compute ? b : astype(b, compute));
   Array out = empty_array(result, shape);
@@ -487,8 +497,11 @@ void check_clip_real(const Array& x, const Array& min, const Array& max) {
 }
 }  // namespace
 
-Array weak_scalar(WeakScalar s, const Array& like) {
-  if (s.is_bool) return full({}, s.value, like.dtype());
+namespace {
+
+// The dtype a weak scalar takes next to `like`, and the value to fill it with.
+std::pair<DType, internal::Scalar> weak_value(WeakScalar s, const Array& like) {
+  if (s.is_bool) return {like.dtype(), s.value};
   DType dt = promote_with_scalar(like.dtype(), s.is_float);
   if (!s.is_float && dt == DType::kInt32 &&
       (s.value < static_cast<double>(INT32_MIN) || s.value > static_cast<double>(INT32_MAX))) {
@@ -498,19 +511,65 @@ Array weak_scalar(WeakScalar s, const Array& like) {
                     s.value));
   }
   // An integer literal wraps into the array's integer type as in JAX (uint32 array + -1 adds
-  // 0xffffffff); converting the double directly would saturate it to 0.
-  if (!s.is_float && is_integer(dt)) return astype(full({}, s.value, DType::kInt64), dt);
-  return full({}, s.value, dt);
+  // 0xffffffff): filled as an int64, which the kernels wrap, where the double would saturate.
+  if (!s.is_float && is_integer(dt)) {
+    constexpr double kTwoTo63 = 9223372036854775808.0;
+    const int64_t wide = s.value >= kTwoTo63   ? INT64_MAX
+                         : s.value < -kTwoTo63 ? INT64_MIN
+                                               : static_cast<int64_t>(s.value);
+    return {dt, wide};
+  }
+  return {dt, s.value};
 }
+
+}  // namespace
+
+Array weak_scalar(WeakScalar s, const Array& like) {
+  const auto [dt, value] = weak_value(s, like);
+  Array out = empty_array(dt, {});
+  kernels().fill(mut_view(out), value);
+  return out;
+}
+
+namespace internal {
+
+// Each thread keeps one rank-0 array per CPU device and dtype, refilled in place while nothing
+// else holds it (the ops never return an operand as their result, and one that did would only
+// make the next call allocate). Only CPU devices: their arrays are plain host memory, while other
+// backends count their buffers (the test backend's leak checks) or fill on a stream anyway.
+Array scalar_operand(WeakScalar s, const Array& like) {
+  const Device device = current_device();
+  if (device.platform != Platform::kCpu) return weak_scalar(s, like);
+  const auto [dt, value] = weak_value(s, like);
+  struct Slot {
+    Device device;
+    DType dtype;
+    Array array;
+  };
+  thread_local std::vector<Slot> slots;
+  auto slot = std::find_if(slots.begin(), slots.end(),
+                           [&](const Slot& x) { return x.device == device && x.dtype == dt; });
+  if (slot == slots.end()) {
+    slots.push_back({device, dt, empty_array(dt, {}, device)});
+    slot = slots.end() - 1;
+  } else if (ArrayAccess::ptr(slot->array).use_count() != 1) {
+    slot->array = empty_array(dt, {}, device);
+  }
+  backend_for(device).kernels(device).fill(mut_view(slot->array), value);
+  return slot->array;
+}
+
+}  // namespace internal
+
 Array where(const Array& cond, const Array& a, WeakScalar b) {
-  return where(cond, a, weak_scalar(b, a));
+  return where(cond, a, internal::scalar_operand(b, a));
 }
 Array where(const Array& cond, WeakScalar a, const Array& b) {
-  return where(cond, weak_scalar(a, b), b);
+  return where(cond, internal::scalar_operand(a, b), b);
 }
-Array maximum(const Array& a, WeakScalar b) { return maximum(a, weak_scalar(b, a)); }
-Array minimum(const Array& a, WeakScalar b) { return minimum(a, weak_scalar(b, a)); }
-Array power(const Array& a, WeakScalar b) { return power(a, weak_scalar(b, a)); }
+Array maximum(const Array& a, WeakScalar b) { return maximum(a, internal::scalar_operand(b, a)); }
+Array minimum(const Array& a, WeakScalar b) { return minimum(a, internal::scalar_operand(b, a)); }
+Array power(const Array& a, WeakScalar b) { return power(a, internal::scalar_operand(b, a)); }
 Array clip(const Array& x, std::optional<WeakScalar> min, std::optional<WeakScalar> max) {
   check_clip_real(x, x, x);
   Array out = min ? maximum(x, *min) : x;
@@ -626,9 +685,9 @@ Array matmul(const Array& a, const Array& b) {
     if (batch.size() > 1) lx = local(reshape(broadcast_to(lx, full_shape), {nb, rows, cols}));
     internal::ConstView v =
         broadcast_view(lx, batch.size() > 1 ? Shape{nb, rows, cols} : full_shape);
-    if (batch.empty()) {
-      v.shape.insert(v.shape.begin(), 1);
-      v.strides.insert(v.strides.begin(), 0);
+    if (batch.empty()) {  // a batch of one
+      v.shape = internal::Dims{1, v.shape[0], v.shape[1]};
+      v.strides = internal::Strides{0, v.strides[0], v.strides[1]};
     }
     return std::make_pair(lx, v);
   };

@@ -123,6 +123,20 @@ std::vector<R> reduce(ReduceOp op, const ConstView& x, int num_reduced) {
   return y;
 }
 
+TEST(DimsTest, HoldsSixInlineAndMoreOnTheHeap) {
+  Dims d{1, 2, 3};
+  EXPECT_EQ(d.size(), 3u);
+  for (int64_t v = 4; v <= 9; ++v) d.push_back(v);  // past the inline capacity
+  EXPECT_EQ(std::vector<int64_t>(d), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  const Dims copy = d;
+  d.resize(6);  // back inline
+  EXPECT_EQ(std::vector<int64_t>(d), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(copy.back(), 9);
+  EXPECT_EQ(Dims(std::vector<int64_t>{5, 6}), (Dims{5, 6}));
+  EXPECT_EQ(Dims(3, 7), (Dims{7, 7, 7}));
+  EXPECT_TRUE(Dims().empty());
+}
+
 TEST(DenseStridesTest, RowMajor) {
   EXPECT_EQ(dense_strides({2, 3, 4}), (Strides{12, 4, 1}));
   EXPECT_EQ(dense_strides({5}), (Strides{1}));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spmd/errors.h"
+#include "spmd/shard_map.h"
 
 namespace spmd {
 namespace {
@@ -343,6 +344,39 @@ TEST(OpsTest, Broadcasting) {
         (void)(iota({2, 3, 4}) < iota({3, 3}));
       },
       ThrowsMessage<ValueError>(HasSubstr("Incompatible shapes for broadcasting")));
+}
+
+// The operators reuse one scalar array per thread, device and dtype (scalar_operand): results
+// stay independent of later operators, nested ones included, on several devices at once.
+TEST(OpsTest, WeakScalarOperandsDoNotLeakBetweenResults) {
+  const Array x = f32({1, 2});
+  const Array twice = x * 2.0f;
+  const Array thrice = x * 3.0f;
+  const Array mixed = (2.0f * x + x * 5.0f) * 10.0f - 1.0f;
+  EXPECT_TRUE(Is(twice, kF32, {2}, {2, 4}));
+  EXPECT_TRUE(Is(thrice, kF32, {2}, {3, 6}));
+  EXPECT_TRUE(Is(mixed, kF32, {2}, {69, 139}));
+  EXPECT_TRUE(Is(clip(x, 1.5f, 1.75f), kF32, {2}, {1.5, 1.75}));
+  EXPECT_TRUE(Is(where(x > 1.5f, 7.0f, x * 9.0f), kF32, {2}, {9, 7}));
+  auto body = shard_map(
+      [](const Array& b) {
+        const Array first = b * 2;
+        const Array second = b * 3 + 1;
+        return first * 100 + second;
+      },
+      make_mesh({4}, {"i"}), P("i"), P("i"));
+  EXPECT_TRUE(Is(body(arange(8)), kI32, {8}, {1, 204, 407, 610, 813, 1016, 1219, 1422}));
+}
+
+// Views of more dimensions than the kernels keep inline take the heap path.
+TEST(OpsTest, HighRankArraysComputeLikeLowRankOnes) {
+  const Shape shape{2, 1, 2, 1, 2, 1, 2, 1, 2};
+  const Array x = arange(32).reshape(shape);
+  EXPECT_TRUE(array_equal((x * 2 + x).reshape({32}), arange(32) * 3));
+  EXPECT_TRUE(array_equal(sum(x, {0, 2, 4}).reshape({4}), sum(arange(32).reshape({8, 4}), 0)));
+  const Array t = transpose(x);
+  EXPECT_EQ(t.shape(), (Shape{2, 1, 2, 1, 2, 1, 2, 1, 2}));
+  EXPECT_TRUE(array_equal(transpose(t), x));
 }
 
 TEST(OpsTest, WeakScalars) {

@@ -132,6 +132,11 @@ struct WeakScalar {
 };
 // The scalar as a rank-0 array of the dtype it takes next to an array of `like`'s dtype.
 Array weak_scalar(WeakScalar s, const Array& like);
+namespace internal {
+// weak_scalar for the operators below: the same value, in a rank-0 array the calling thread
+// reuses while nothing else holds it (a `x * 2` then allocates no scalar).
+Array scalar_operand(WeakScalar s, const Array& like);
+}  // namespace internal
 
 Array where(const Array& cond, const Array& a, WeakScalar b);
 Array where(const Array& cond, WeakScalar a, const Array& b);
@@ -143,10 +148,14 @@ Array power(const Array& a, WeakScalar b);
 Array clip(const Array& x, std::optional<WeakScalar> min, std::optional<WeakScalar> max);
 Array clip(const Array& x, const Array& min, const Array& max);
 
-#define SPMD_BINARY_OPERATOR(op, fn)                                                          \
-  inline Array operator op(const Array& a, const Array& b) { return fn(a, b); }               \
-  inline Array operator op(const Array& a, WeakScalar b) { return fn(a, weak_scalar(b, a)); } \
-  inline Array operator op(WeakScalar a, const Array& b) { return fn(weak_scalar(a, b), b); }
+#define SPMD_BINARY_OPERATOR(op, fn)                                            \
+  inline Array operator op(const Array& a, const Array& b) { return fn(a, b); } \
+  inline Array operator op(const Array& a, WeakScalar b) {                      \
+    return fn(a, internal::scalar_operand(b, a));                               \
+  }                                                                             \
+  inline Array operator op(WeakScalar a, const Array& b) {                      \
+    return fn(internal::scalar_operand(a, b), b);                               \
+  }
 SPMD_BINARY_OPERATOR(+, add)
 SPMD_BINARY_OPERATOR(-, subtract)
 SPMD_BINARY_OPERATOR(*, multiply)

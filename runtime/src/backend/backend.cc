@@ -33,7 +33,7 @@ class Scratch {
 
 }  // namespace
 
-Strides dense_strides(const Shape& shape) {
+Strides dense_strides(const Dims& shape) {
   Strides strides(shape.size());
   int64_t step = 1;
   for (size_t d = shape.size(); d-- > 0;) {

@@ -30,28 +30,29 @@
 #include <cstdint>
 #include <variant>
 
+#include "backend/dims.h"
 #include "spmd/dtype.h"
 
 namespace spmd::internal {
 
-using Strides = std::vector<int64_t>;
+using Strides = Dims;
 
 struct ConstView {
   const void* data = nullptr;
   DType dtype = DType::kFloat32;
-  Shape shape;
+  Dims shape;
   Strides strides;  // elements; same length as shape
 };
 
 struct MutView {
   void* data = nullptr;
   DType dtype = DType::kFloat32;
-  Shape shape;
+  Dims shape;
   Strides strides;  // elements; same length as shape
 };
 
 // Row-major strides of a dense array of `shape`.
-Strides dense_strides(const Shape& shape);
+Strides dense_strides(const Dims& shape);
 
 // A host scalar used to fill arrays. Integers keep full 64-bit precision.
 using Scalar = std::variant<bool, int64_t, double>;

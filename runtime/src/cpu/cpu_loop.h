@@ -34,7 +34,7 @@ using Offsets = std::array<int64_t, N>;
 template <size_t N>
 class Loop {
  public:
-  Loop(const Shape& shape, const std::array<const Strides*, N>& strides) {
+  Loop(const Dims& shape, const std::array<const Strides*, N>& strides) {
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 0) {
         empty_ = true;
@@ -90,7 +90,7 @@ class Loop {
   // order.
   template <class Visit>
   void walk(size_t outer, Offsets<N> base, Visit&& visit) const {
-    std::vector<int64_t> index(outer, 0);
+    Dims index(outer, 0);
     for (;;) {
       visit(base);
       auto d = static_cast<int64_t>(outer) - 1;
@@ -104,8 +104,8 @@ class Loop {
     }
   }
 
-  Shape dims_;
-  std::vector<Offsets<N>> strides_;  // per merged dimension, per operand
+  Dims dims_;
+  SmallVector<Offsets<N>, Dims::kCapacity> strides_;  // per merged dimension, per operand
   bool empty_ = false;
 };
 
@@ -142,8 +142,8 @@ template <class T, class U, class Init, class Step, class Finish>
 void fold_trailing(const ConstView& x, int num_reduced, const MutView& y, Init init, Step step,
                    Finish finish) {
   const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
-  const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
-  const Shape inner_shape(x.shape.begin() + split, x.shape.end());
+  const Dims outer_shape(x.shape.begin(), x.shape.begin() + split);
+  const Dims inner_shape(x.shape.begin() + split, x.shape.end());
   const Strides outer_strides(x.strides.begin(), x.strides.begin() + split);
   const Strides inner_strides(x.strides.begin() + split, x.strides.end());
   const Loop<1> outer(outer_shape, {&outer_strides});
