@@ -24,18 +24,15 @@
 namespace spmd {
 namespace internal {
 
-const ArrayImpl& ArrayAccess::impl(const Array& a) {
+void ArrayAccess::throw_unusable(const Array& a) {
   if (!a.impl_) {
     throw ValueError("use of an invalid (default-constructed) spmd::Array");
   }
-  if (a.impl_->deleted.load(std::memory_order_acquire)) {
-    throw ValueError(fmt::format(
-        "Array {} has been deleted: it was donated to a pmap or shard_map call (donate_argnums), "
-        "which may reuse its memory. Use the call's result instead, or remove the argument from "
-        "donate_argnums.",
-        type_string(a.impl_->dtype, a.impl_->shape)));
-  }
-  return *a.impl_;
+  throw ValueError(fmt::format(
+      "Array {} has been deleted: it was donated to a pmap or shard_map call (donate_argnums), "
+      "which may reuse its memory. Use the call's result instead, or remove the argument from "
+      "donate_argnums.",
+      type_string(a.impl_->dtype, a.impl_->shape)));
 }
 
 Array ArrayAccess::wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma) {
@@ -117,21 +114,24 @@ bool is_local(const Array& a, const Device& reader) {
   return impl.shards.size() == 1 && aliasable(impl.shards[0].device, reader);
 }
 
-const Kernels& kernels() {
-  const Device device = current_device();
-  return backend_for(device).kernels(device);
-}
+const Kernels& kernels(const Device& device) { return backend_for(device).kernels(device); }
+
+const Kernels& kernels() { return kernels(current_device()); }
 
 ConstView const_view(const Array& a) {
   const ShardData& s = single_shard(a);
+  Dims shape(s.shape);
+  Strides strides = dense_strides(shape);
   return ConstView{static_cast<const char*>(s.buffer->data()) + s.offset,
-                   ArrayAccess::impl(a).dtype, s.shape, dense_strides(s.shape)};
+                   ArrayAccess::impl(a).dtype, std::move(shape), std::move(strides)};
 }
 
 MutView mut_view(const Array& a) {
   const ShardData& s = single_shard(a);
+  Dims shape(s.shape);
+  Strides strides = dense_strides(shape);
   return MutView{static_cast<char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
-                 s.shape, dense_strides(s.shape)};
+                 std::move(shape), std::move(strides)};
 }
 
 ConstView broadcast_view(const Array& a, const Shape& shape) {
@@ -215,12 +215,13 @@ Array read_region(const Array& a, const Index& region, const Device& device) {
   return out;
 }
 
-Array local(const Array& a) {
-  Device device = current_device();
+Array local(const Array& a, const Device& device) {
   if (is_local(a, device)) return a;
   const ArrayImpl& impl = ArrayAccess::impl(a);
   return with_vma(read_region(a, full_index(impl.shape), device), vma_of(a));
 }
+
+Array local(const Array& a) { return local(a, current_device()); }
 
 // True when `region` of a dense array of `shape` is one contiguous run of memory.
 static bool contiguous_region(const Shape& shape, const Index& region) {

@@ -40,8 +40,16 @@ struct ArrayImpl {
 };
 
 struct ArrayAccess {
-  // The impl of a valid, live array; ValueError for an invalid or donated one.
-  static const ArrayImpl& impl(const Array& a);
+  // The impl of a valid, live array; ValueError for an invalid or donated one. Inline: every
+  // accessor of every op asks.
+  static const ArrayImpl& impl(const Array& a) {
+    const ArrayImpl* p = a.impl_.get();
+    if (p == nullptr || p->deleted.load(std::memory_order_acquire)) [[unlikely]] {
+      throw_unusable(a);
+    }
+    return *p;
+  }
+  [[noreturn]] static void throw_unusable(const Array& a);
   static const std::shared_ptr<ArrayImpl>& ptr(const Array& a) { return a.impl_; }
   static Array wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma = 0);
   static uint64_t vma(const Array& a) { return a.vma_; }
@@ -79,8 +87,9 @@ Index full_index(const Shape& shape);
 
 // True for an array stored as one dense block that `reader` may access directly.
 bool is_local(const Array& a, const Device& reader);
-// `a` as one dense block readable on the current device: `a` itself when it already is, else a
-// copy assembled from its shards.
+// `a` as one dense block readable on `device` (the current device by default): `a` itself when
+// it already is, else a copy assembled from its shards.
+Array local(const Array& a, const Device& device);
 Array local(const Array& a);
 // The index range [region) of `a` as a new dense array on `device`.
 Array read_region(const Array& a, const Index& region, const Device& device);
@@ -96,7 +105,8 @@ MutView mut_view(const Array& a);
 // A view of `a` broadcast to `shape` (NumPy rules, 0 strides), for kernels.
 ConstView broadcast_view(const Array& a, const Shape& shape);
 
-// The kernels of the current device's backend.
+// The kernels of `device`'s backend (the current device's by default).
+const Kernels& kernels(const Device& device);
 const Kernels& kernels();
 
 // JAX's long type form used by shard_map messages: "int32[6]", "float32[4,2]".

@@ -342,6 +342,7 @@ Array arg_extremum(const Array& x, const AxisNames& axis, bool max, const char* 
     throw TypeError(fmt::format(
         "{} only accepts a single axis, got {}; reduce over one axis at a time", api, axis.str()));
   }
+  internal::check_orderable(x, internal::ReduceKind::kMax, api);
   Array best = max ? pmax(x, axis) : pmin(x, axis);
   Array found = where(equal(x, best), axis_index(axis), std::numeric_limits<int32_t>::max());
   return pmin(found, axis);

@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <limits>
 #include <numeric>
 
 #include "array_impl.h"
-#include "backend/registry.h"
 #include "checks.h"
 #include "spmd/errors.h"
 
@@ -61,9 +61,10 @@ DType summed(DType dt) {
 }
 
 Array unary(internal::UnaryOp op, const Array& x, DType dtype) {
-  Array in = local(x.dtype() == dtype ? x : astype(x, dtype));
-  Array out = empty_array(dtype, x.shape());
-  kernels().unary(op, const_view(in), mut_view(out));
+  const Device device = internal::current_device();  // asked once: each ask costs
+  Array in = local(x.dtype() == dtype ? x : astype(x, dtype), device);
+  Array out = empty_array(dtype, x.shape(), device);
+  kernels(device).unary(op, const_view(in), mut_view(out));
   return with_vma(out, vma_of(x));
 }
 
@@ -112,13 +113,24 @@ const Shape& broadcast_shape(const Shape& a, const Shape& b, Shape& made) {
   return made;
 }
 
+// x as a dense `dtype` array on `device`: x itself when it already is one (no copy of the Array,
+// whose reference count device threads sharing an operand would fight over), else one made in
+// `made`.
+const Array& operand(const Array& x, DType dtype, const Device& device, Array& made) {
+  if (x.dtype() == dtype && internal::is_local(x, device)) return x;
+  made = local(x.dtype() == dtype ? x : astype(x, dtype), device);
+  return made;
+}
+
 Array binary(internal::BinaryOp op, const Array& a, const Array& b, DType compute, DType result) {
   Shape made;
   const Shape& shape = broadcast_shape(a.shape(), b.shape(), made);
-  Array la = local(a.dtype() == compute ? a : astype(a, compute));
-  Array lb = local(b.dtype() == compute ? b : astype(b, compute));
-  Array out = empty_array(result, shape);
-  kernels().binary(op, broadcast_view(la, shape), broadcast_view(lb, shape), mut_view(out));
+  const Device device = internal::current_device();
+  Array converted_a, converted_b;
+  const Array& la = operand(a, compute, device, converted_a);
+  const Array& lb = operand(b, compute, device, converted_b);
+  Array out = empty_array(result, shape, device);
+  kernels(device).binary(op, broadcast_view(la, shape), broadcast_view(lb, shape), mut_view(out));
   return with_vma(out, vma_of(a) | vma_of(b));
 }
 
@@ -537,6 +549,15 @@ namespace internal {
 // else holds it (the ops never return an operand as their result, and one that did would only
 // make the next call allocate). Only CPU devices: their arrays are plain host memory, while other
 // backends count their buffers (the test backend's leak checks) or fill on a stream anyway.
+// Equal down to the bits (-0.0 is not 0.0; a NaN is itself).
+bool same_bits(const Scalar& a, const Scalar& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a)) {
+    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
+  }
+  return a == b;
+}
+
 Array scalar_operand(WeakScalar s, const Array& like) {
   const Device device = current_device();
   if (device.platform != Platform::kCpu) return weak_scalar(s, like);
@@ -545,17 +566,21 @@ Array scalar_operand(WeakScalar s, const Array& like) {
     Device device;
     DType dtype;
     Array array;
+    Scalar value;  // what `array` holds (arrays are immutable: only this function writes it)
   };
   thread_local std::vector<Slot> slots;
   auto slot = std::find_if(slots.begin(), slots.end(),
                            [&](const Slot& x) { return x.device == device && x.dtype == dt; });
+  if (slot != slots.end() && same_bits(slot->value, value))
+    return slot->array;  // `x * 2` in a loop
   if (slot == slots.end()) {
-    slots.push_back({device, dt, empty_array(dt, {}, device)});
+    slots.push_back({device, dt, empty_array(dt, {}, device), value});
     slot = slots.end() - 1;
   } else if (ArrayAccess::ptr(slot->array).use_count() != 1) {
     slot->array = empty_array(dt, {}, device);
   }
-  backend_for(device).kernels(device).fill(mut_view(slot->array), value);
+  kernels(device).fill(mut_view(slot->array), value);
+  slot->value = value;
   return slot->array;
 }
 

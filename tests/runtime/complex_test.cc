@@ -305,6 +305,8 @@ TEST(ComplexTest, CollectivesSumBothParts) {
   // XLA has no complex max across devices (JAX: UNIMPLEMENTED at run time).
   EXPECT_THAT([&] { (void)run([](const Array& v) { return pmax(v, "i"); }, P()); },
               ThrowsMessage<TypeError>(HasSubstr("pmax does not accept dtype complex64")));
+  EXPECT_THAT([&] { (void)run([](const Array& v) { return pargmin(v, "i"); }, P("i")); },
+              ThrowsMessage<TypeError>(HasSubstr("pargmin does not accept dtype complex64")));
 }
 
 }  // namespace

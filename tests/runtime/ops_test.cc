@@ -358,6 +358,10 @@ TEST(OpsTest, WeakScalarOperandsDoNotLeakBetweenResults) {
   EXPECT_TRUE(Is(mixed, kF32, {2}, {69, 139}));
   EXPECT_TRUE(Is(clip(x, 1.5f, 1.75f), kF32, {2}, {1.5, 1.75}));
   EXPECT_TRUE(Is(where(x > 1.5f, 7.0f, x * 9.0f), kF32, {2}, {9, 7}));
+  // The same value again reuses the array as it is; -0.0 is another value than 0.0.
+  EXPECT_TRUE(Is(x * 2.0f, kF32, {2}, {2, 4}));
+  EXPECT_FALSE(std::signbit((x * 0.0f).to_vector<float>()[0]));
+  EXPECT_TRUE(std::signbit((x * -0.0f).to_vector<float>()[0]));
   auto body = shard_map(
       [](const Array& b) {
         const Array first = b * 2;

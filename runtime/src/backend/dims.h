@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <type_traits>
 #include <vector>
 
@@ -27,7 +28,16 @@ class SmallVector {
   SmallVector(std::initializer_list<T> values) : SmallVector(values.begin(), values.end()) {}
   template <class It>
   requires(!std::is_integral_v<It>) SmallVector(It first, It last) {
-    for (; first != last; ++first) push_back(*first);
+    if constexpr (std::random_access_iterator<It>) {
+      size_ = static_cast<size_t>(last - first);
+      if (size_ <= kInline) {
+        std::copy(first, last, inline_);
+      } else {
+        heap_.assign(first, last);
+      }
+    } else {
+      for (; first != last; ++first) push_back(*first);
+    }
   }
   SmallVector(const std::vector<T>& values)  // NOLINT(google-explicit-constructor)
       : SmallVector(values.begin(), values.end()) {}
