@@ -60,22 +60,28 @@ DType summed(DType dt) {
   return dt;
 }
 
-Array unary(internal::UnaryOp op, const Array& x, DType dtype) {
+// y = op(x) with x converted to `dtype`; y has `out_dtype` (a complex x's parts have its real
+// type).
+Array unary(internal::UnaryOp op, const Array& x, DType dtype, DType out_dtype) {
   const Device device = internal::current_device();  // asked once: each ask costs
   Array in = local(x.dtype() == dtype ? x : astype(x, dtype), device);
-  Array out = empty_array(dtype, x.shape(), device);
+  Array out = empty_array(out_dtype, x.shape(), device);
   kernels(device).unary(op, const_view(in), mut_view(out));
   return with_vma(out, vma_of(x));
+}
+
+Array unary(internal::UnaryOp op, const Array& x, DType dtype) {
+  return unary(op, x, dtype, dtype);
 }
 
 Array float_unary(internal::UnaryOp op, const Array& x) { return unary(op, x, inexact(x.dtype())); }
 
 // lax's TypeError for a real-only op given a complex x, in JAX's words ("floor does not accept
 // dtype complex64. Accepted dtypes are subtypes of floating.").
-void check_not_complex(const Array& x, const char* name, const char* accepted = "floating") {
+void check_not_complex(const Array& x, const char* name) {
   if (is_complex(x.dtype())) {
-    throw TypeError(fmt::format("{} does not accept dtype {}. Accepted dtypes are subtypes of {}.",
-                                name, x.dtype(), accepted));
+    throw TypeError(fmt::format(
+        "{} does not accept dtype {}. Accepted dtypes are subtypes of floating.", name, x.dtype()));
   }
 }
 
@@ -99,10 +105,7 @@ Array real_float_unary(internal::UnaryOp op, const Array& x, const char* name) {
 
 // A complex x's part (abs, real, imag, angle): an array of x's real type.
 Array complex_part(internal::UnaryOp op, const Array& x) {
-  Array in = local(x);
-  Array out = empty_array(real_dtype(x.dtype()), x.shape());
-  kernels().unary(op, const_view(in), mut_view(out));
-  return with_vma(out, vma_of(x));
+  return unary(op, x, x.dtype(), real_dtype(x.dtype()));
 }
 
 // The shape a and b broadcast to: one of theirs when it is (no copy), else made in `made`.
@@ -561,7 +564,9 @@ bool same_bits(const Scalar& a, const Scalar& b) {
 Array scalar_operand(WeakScalar s, const Array& like) {
   const Device device = current_device();
   if (device.platform != Platform::kCpu) return weak_scalar(s, like);
-  const auto [dt, value] = weak_value(s, like);
+  const std::pair<DType, Scalar> weak = weak_value(s, like);
+  const DType dt = weak.first;  // (not a structured binding: clang 14 cannot capture those)
+  const Scalar& value = weak.second;
   struct Slot {
     Device device;
     DType dtype;
