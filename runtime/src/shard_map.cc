@@ -564,7 +564,8 @@ std::vector<Array> run_top_level(const ShardMapPlan& plan, std::vector<Array> ar
                 timeout ? checked_timeout(*timeout, "ShardMapOptions::collective_timeout_s")
                         : collective_timeout_s(),
                 plan.fun_name,
-                thread_discovers_nest()};
+                thread_discovers_nest(),
+                reinterpret_cast<const void*>(body.call)};
   DeviceOutputs outputs = launch(call, [&](DeviceContext& ctx) {
     std::vector<Array> blocks;
     blocks.reserve(args.size());

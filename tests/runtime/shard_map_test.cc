@@ -239,6 +239,18 @@ TEST(ShardMap, VectorOutputsAndVoidBodies) {
   EXPECT_EQ(calls.load(), 4);
 }
 
+TEST(ShardMap, SmallBodiesThatTurnToCollectivesStillMeet) {
+  // After calls whose bodies were small, the executor runs a function's bodies on the calling
+  // thread alone; a call whose bodies then enter a collective must still run every other body.
+  std::atomic<bool> reduce{false};
+  auto f = shard_map([&](const Array& b) { return reduce ? psum(b, "i") : b + 0; }, mesh1(8),
+                     P("i"), P("i"), {.check_vma = false, .collective_timeout_s = 20});
+  for (int k = 0; k < 50; ++k) EXPECT_ARRAY_EQ(f(arange(8)), arange(8));
+  reduce = true;
+  for (int k = 0; k < 20; ++k) EXPECT_ARRAY_EQ(f(arange(8)), ints(std::vector<int32_t>(8, 28)));
+  reduce = false;
+  EXPECT_ARRAY_EQ(f(arange(8)), arange(8));
+}
 TEST(ShardMap, InputsAlreadyShardedAreReusedWithoutCopy) {
   Mesh mesh = mesh1(4);
   Array x = device_put(arange(8), NamedSharding(mesh, P("i")));

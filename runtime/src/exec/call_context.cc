@@ -127,11 +127,6 @@ void CallContext::give_back_communicators() {
   }
 }
 
-void CallContext::set_abort_listener(void (*listener)(void*), void* arg) {
-  listener_ = listener;
-  listener_arg_ = arg;
-}
-
 bool CallContext::start(int rank) {
   bodies_[rank].started_ns.store(Clock::now().time_since_epoch().count(),
                                  std::memory_order_relaxed);
@@ -259,7 +254,7 @@ void CallContext::abort(AbortKind kind, std::exception_ptr error, const std::str
       }
     }
   }
-  if (first && listener_ != nullptr) listener_(listener_arg_);
+  if (first && listener_.aborted != nullptr) listener_.aborted(listener_.arg);
 }
 
 void CallContext::abort_mismatch(const std::string& message, const Device& device) {
@@ -346,6 +341,7 @@ Communicator& CallContext::enter(int rank, const OpSignature& sig, const std::ve
                                  const AxisIndexGroups& groups_given) {
   DeviceContext* ctx = current_device_context();
   uint64_t seq = ++ctx->collectives;
+  if (seq == 1 && listener_.waits != nullptr) listener_.waits(listener_.arg);
   ctx->signature_hash = sig.hash();
   std::string mismatch = check_->enter(rank, seq, sig, ctx->signature_hash);
   if (aborted()) throw_aborted();

@@ -66,6 +66,9 @@ struct CallSpec {
   double timeout_s = 300;       // collective deadline
   std::string fun_name;         // the body's name in messages
   bool discovers_nest = false;  // inner pmap levels may discover axes (spmd::PmapNest runs it)
+  // What runs, the same for every call of one mapped function (its body's code), so that the
+  // executor can learn how long its bodies take (Executor::run); null: unknown.
+  const void* site = nullptr;
 };
 
 struct DeviceContext;
@@ -118,8 +121,15 @@ class CallContext final : public Cancel {
   // would then pair different cross-process communicators (their identity counts them) and wait
   // on each other until the deadline. An aborted call keeps them for the destructor.
   void return_communicators();
-  // Calls `listener(arg)` when the call aborts (once, on the aborting thread).
-  void set_abort_listener(void (*listener)(void*), void* arg);
+  // What the launch path hears of the call, on device threads: `aborted(arg)` once when the call
+  // aborts (on the aborting thread); `waits(arg)` when a body enters its first collective, about
+  // to wait on the other bodies (they must all be running).
+  struct Listener {
+    void (*aborted)(void*) = nullptr;
+    void (*waits)(void*) = nullptr;
+    void* arg = nullptr;
+  };
+  void set_listener(const Listener& listener) { listener_ = listener; }
   // After an abort: whether the caller may stop waiting. Every body gets until the abort plus the
   // deadline to start and return (a body that has not started by then never does), except those
   // a timeout named as not arriving, which had theirs; the caller stops waiting once only bodies
@@ -179,8 +189,7 @@ class CallContext final : public Cancel {
     std::atomic<int64_t> started_ns;  // when the body started (steady clock), -1 before
   };
   std::unique_ptr<Body[]> bodies_;  // by mesh position (one allocation per call)
-  void (*listener_)(void*) = nullptr;
-  void* listener_arg_ = nullptr;
+  Listener listener_;
 
   std::atomic<bool> aborted_{false};
   std::atomic<bool> borrowed_{false};  // groups_ may hold communicators (set under mu_)

@@ -21,6 +21,15 @@
 // owners (Owner::device_lost). The thread that runs the abandoned task is given up too: if it was
 // a device's worker thread, that device gets a new one, and the old thread ends once the task
 // returns. A caller that itself runs a body (helping) cannot stop waiting while that body runs.
+//
+// Waking a worker costs a thread switch, and a body run on another thread than its caller's moves
+// its data between cores: for small bodies that is most of a call's time. So when devices
+// outnumber cores, a launch from a thread outside any body wakes no worker when its site's bodies
+// took little time last time (their sum under kSerialBudgetNs: the caller runs them all), and
+// otherwise only as many workers as there are cores besides the caller's (those of the last
+// tasks; the caller runs the first).
+// The tasks not yet running get their workers once a body is about to wait on other devices
+// (start_all, from its first collective) or the caller has helped all it could.
 #pragma once
 
 #include <atomic>
@@ -73,14 +82,21 @@ class Executor {
   // before any task runs (for wake()). `keep` owns `arg` and is released once every task has
   // completed, possibly after this returns. Throws before queuing anything: DeviceUnavailable
   // when a device is quarantined, ResourceExhausted when a worker thread cannot start (the threads
-  // this launch started are stopped again).
+  // this launch started are stopped again). `site` identifies what runs (the mapped function's
+  // code; null: unknown): the time its bodies took on the caller decides how many workers the
+  // next launch of it wakes.
   void run(const std::vector<Device>& devices, const Owner& owner, void* arg,
-           std::shared_ptr<void> keep, Launch** handle);
+           std::shared_ptr<void> keep, Launch** handle, const void* site);
 
   // Makes the launch's caller poll its owner now, and after every task that completes from now
   // on. Thread-safe; the launch must be alive (called from one of its tasks, its caller or its
   // owner's callbacks).
   static void wake(Launch* launch);
+
+  // Wakes the workers of every task of the launch that run() left to its caller: a body is about
+  // to wait on the other devices' bodies, which must all run now. Cheap after the first call.
+  // Thread-safe; the launch must be alive.
+  static void start_all(Launch* launch);
 
   // For tests: starting a new worker thread fails, as when the process is out of threads, once
   // `after` more threads have started (-1: never).
@@ -91,6 +107,7 @@ class Executor {
   // The thread-local state of every thread that runs tasks.
   struct ThreadState {
     Worker* owner = nullptr;  // the worker whose loop this thread runs; null for a caller
+    int running = 0;          // tasks this thread is running (a body may launch a nested call)
     std::atomic<bool> abandoned{false};
   };
   struct Task {
@@ -114,6 +131,8 @@ class Executor {
 
   Executor() = default;
   static ThreadState& thread_state();
+  // The first launch index whose worker run() wakes: n wakes none (the caller runs every task).
+  static int first_woken(int n, const void* site);
   // The worker of `device`, created (with its thread) on first use; `started` receives workers
   // created by this call. Called under launch_mu_.
   Worker& worker(const Device& device, std::vector<Worker*>& started);
@@ -121,12 +140,15 @@ class Executor {
   static std::thread start_thread(Worker& w);
   static void loop(Worker* w, WaitPolicy policy);
   // Takes the next task of `w` if no task of it is running (and, if `launch` is given, the task
-  // belongs to it); marks `w` busy.
-  static bool take(Worker& w, const Launch* launch, Task& task);
+  // belongs to it); marks `w` busy. Without `wait_for_lock`, gives up when another thread holds
+  // `w`'s lock.
+  static bool take(Worker& w, const Launch* launch, Task& task, bool wait_for_lock);
   // Runs a taken task and clears `w`'s busy mark, waking its thread if more tasks wait.
   static void run_task(Worker& w, const Task& task);
-  // Runs the tasks of `launch` that no thread has started; returns how many.
-  static int help(Launch& launch);
+  // Runs the tasks of `launch` that no thread has started; returns how many. The caller goes
+  // through the devices from the first, helping workers from the last (woken first), so that they
+  // seldom meet.
+  static int help(Launch& launch, bool from_back);
   // Counts `n` finished tasks of `launch` and drops their references.
   static void complete(Launch& launch, int n);
   static void release(Launch& launch, int n);

@@ -87,8 +87,10 @@ constexpr Executor::Owner kOwner{&run_device, &poll, &device_lost};
 DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
   // The launch keeps its own copy of the spec: a quarantined body may outlive the caller.
   auto launch = std::make_shared<Launch>(spec, fn, body);
-  launch->call.set_abort_listener(
-      [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); }, launch.get());
+  launch->call.set_listener(
+      {.aborted = [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); },
+       .waits = [](void* l) { Executor::start_all(static_cast<Launch*>(l)->executor); },
+       .arg = launch.get()});
   const Mesh& mesh = launch->call.mesh();
   const std::vector<Device>* run_on = &mesh.devices();
   std::vector<Device> local;
@@ -107,7 +109,7 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
     }
     run_on = &local;
   }
-  Executor::instance().run(*run_on, kOwner, launch.get(), launch, &launch->executor);
+  Executor::instance().run(*run_on, kOwner, launch.get(), launch, &launch->executor, spec.site);
   if (std::exception_ptr error = launch->call.take_error()) std::rethrow_exception(error);
   launch->call.return_communicators();
   DeviceOutputs& outputs = launch->outputs;

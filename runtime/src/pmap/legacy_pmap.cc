@@ -46,8 +46,13 @@ std::vector<spmd::Array> execute(const PmapPlan& plan, const std::vector<spmd::A
                                  const std::vector<PmapLevel>& levels, BodyRef body, bool probing,
                                  internal::PmapCache& cache) {
   std::vector<Device> devices = internal::pmap::select_devices(plan, levels, probing);
-  CallSpec call{internal::pmap::level_mesh(devices, levels, cache), /*manual_mask=*/0,
-                /*check_vma=*/false, collective_timeout_s(), plan.fun_name};
+  CallSpec call{internal::pmap::level_mesh(devices, levels, cache),
+                /*manual_mask=*/0,
+                /*check_vma=*/false,
+                collective_timeout_s(),
+                plan.fun_name,
+                /*discovers_nest=*/false,
+                reinterpret_cast<const void*>(body.call)};
   DeviceOutputs outputs = internal::launch(call, [&](DeviceContext& ctx) {
     internal::pmap::LevelScope level(0);
     const int64_t index = internal::pmap::local_coord(ctx.call->mesh(), ctx.rank);
