@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "spmd/errors.h"
 #include "spmd/ops.h"
+#include "thread_cache.h"
 
 namespace spmd {
 namespace internal {
@@ -43,11 +44,11 @@ Array ArrayAccess::wrap(std::shared_ptr<ArrayImpl> impl, uint64_t vma) {
 }
 
 Device default_device() {
-  const Platform platform = platform_in_use({});
+  // Asked by every op outside a call. The platforms in use are fixed once first asked for.
+  static const Platform platform = platform_in_use({});
   const int process = process_layout().index;
-  // (Asked by every op outside a call: process 0's first device needs no device count.)
-  const int first = process == 0 ? 0 : process * backend_for(platform).device_count();
-  return Device{first, platform, process};
+  if (process == 0) return Device{0, platform, 0};
+  return Device{process * backend_for(platform).device_count(), platform, process};
 }
 
 Device current_device() {
@@ -61,20 +62,73 @@ Index full_index(const Shape& shape) {
   return index;
 }
 
-Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset) {
-  Device device = buffer->device();
-  // Not a braced list, which would copy the shard (its index and shape) out of the list.
-  std::vector<ShardData> shards;
-  shards.push_back(ShardData{device, full_index(shape), shape, std::move(buffer), offset});
-  return ArrayAccess::wrap(
-      std::make_shared<ArrayImpl>(dtype, std::move(shape), Sharding(device), std::move(shards)));
+namespace {
+
+// Single-device arrays, every eager op's result among them, recycle their ArrayImpl per thread
+// (thread_cache.h): a recycled one keeps the memory of its shape, its shard list and the shard's
+// index and shape, which a new one allocates.
+using ImplCache = ThreadCache<ArrayImpl, 32, destroy<ArrayImpl>>;
+
+// The deleter of such impls: the buffer is released at once, the rest kept for reuse.
+void recycle(ArrayImpl* impl) {
+  impl->shards[0].buffer.reset();
+  if (!ImplCache::give(impl)) delete impl;
+}
+
+// Small CPU buffers are kept per thread with their memory too, for the next array of the same
+// size on the same device (a loop of small ops): no trip to the device's allocator and its lock.
+constexpr size_t kCachedBufferBytes = 4096;
+using BufferCache = ThreadCache<Buffer, 16, destroy<Buffer>>;
+
+void recycle(Buffer* buffer) {
+  if (!BufferCache::give(buffer)) delete buffer;
+}
+
+std::shared_ptr<Buffer> new_buffer(const Device& device, size_t bytes) {
+  if (bytes > kCachedBufferBytes || device.platform != Platform::kCpu) {
+    return std::make_shared<Buffer>(device, bytes);
+  }
+  Buffer* buffer = BufferCache::take_if(
+      [&](const Buffer& b) { return b.bytes() == bytes && b.device() == device; });
+  if (buffer == nullptr) buffer = new Buffer(device, bytes);
+  return std::shared_ptr<Buffer>(buffer, static_cast<void (*)(Buffer*)>(recycle),
+                                 ThreadCachedAllocator<Buffer>());
+}
+
+void set_full_index(const Shape& shape, Index& index) {
+  index.resize(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) index[d] = {0, shape[d]};
+}
+
+}  // namespace
+
+Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer,
+                        size_t offset) {
+  const Device& device = buffer->device();
+  ArrayImpl* impl = ImplCache::take();
+  if (impl == nullptr) {
+    impl = new ArrayImpl(dtype, shape, Sharding(device), std::vector<ShardData>(1));
+  } else {
+    impl->dtype = dtype;
+    impl->shape = shape;
+    impl->sharding = Sharding(device);
+    impl->deleted.store(false, std::memory_order_relaxed);
+  }
+  ShardData& shard = impl->shards[0];
+  shard.device = device;
+  set_full_index(shape, shard.index);
+  shard.shape = shape;
+  shard.offset = offset;
+  shard.buffer = std::move(buffer);
+  return ArrayAccess::wrap(std::shared_ptr<ArrayImpl>(
+      impl, static_cast<void (*)(ArrayImpl*)>(recycle), ThreadCachedAllocator<ArrayImpl>()));
 }
 
 Array empty_array(DType dtype, const Shape& shape, const Device& device) {
   const int64_t bytes = checked_bytes(shape, dtype, "");
   std::shared_ptr<Buffer> buffer;
   try {
-    buffer = std::make_shared<Buffer>(device, static_cast<size_t>(bytes));
+    buffer = new_buffer(device, static_cast<size_t>(bytes));
   } catch (const ResourceExhausted& e) {
     throw ResourceExhausted(fmt::format("{} (an array of {})", e.what(), long_type(dtype, shape)));
   }

@@ -2,9 +2,10 @@
 // Internal: what an Array is made of, and the helpers the ops layer, shard_map and the
 // collectives use to create arrays and hand their memory to kernels.
 //
-// An ArrayImpl is immutable after construction (only `deleted` changes, on donation). A shard is
-// a dense row-major block in a Buffer, starting `offset` bytes in, so slicing the leading
-// dimension and reshaping share memory instead of copying.
+// An ArrayImpl is immutable while arrays refer to it (only `deleted` changes, on donation; a
+// single- device one is then reused, array.cc). A shard is a dense row-major block in a Buffer,
+// starting `offset` bytes in, so slicing the leading dimension and reshaping share memory instead
+// of copying.
 #pragma once
 
 #include <atomic>
@@ -74,7 +75,8 @@ inline Array empty_array(DType dtype, const Shape& shape) {
   return empty_array(dtype, shape, current_device());
 }
 // A single-device array over existing memory (zero-copy).
-Array array_from_buffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset);
+Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer,
+                        size_t offset);
 // A sharded array from per-device blocks.
 Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding,
                          std::vector<ShardData> shards);

@@ -6,8 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -16,7 +18,9 @@
 #include "spmd/mesh.h"
 #include "spmd/ops.h"
 #include "spmd/partition_spec.h"
+#include "spmd/shard_map.h"
 #include "spmd/sharding.h"
+#include "thread_cache.h"
 
 namespace spmd {
 namespace {
@@ -405,6 +409,69 @@ TEST(ArrayTest, CopiesShareValue) {
   Array z = x + 1;  // a new array; x is unchanged
   EXPECT_THAT(x.to_vector<int32_t>(), ElementsAre(0, 1, 2, 3));
   EXPECT_THAT(z.to_vector<int32_t>(), ElementsAre(1, 2, 3, 4));
+}
+
+TEST(ArrayTest, RecycledStorageTakesEachNewArraysShapeAndDtype) {
+  // Single-device arrays reuse the impl and buffer of arrays dropped on the same thread: every
+  // new array must read as itself whatever rank, dtype and size came before it.
+  Array kept = arange(6).reshape({2, 3});  // shares its buffer with a dropped arange
+  for (int round = 0; round < 3; ++round) {
+    Array a = arange(16, DType::kFloat32) * 2.0f;
+    EXPECT_EQ(a.shape(), Shape({16}));
+    EXPECT_FLOAT_EQ(a.to_vector<float>()[15], 30.0f);
+    Array b = zeros({2, 2, 2}, DType::kInt8) + 1;
+    EXPECT_EQ(b.shape(), Shape({2, 2, 2}));
+    EXPECT_EQ(b.dtype(), DType::kInt8);
+    EXPECT_THAT(b.addressable_shards()[0].index,
+                ElementsAre(Range{0, 2}, Range{0, 2}, Range{0, 2}));
+    Array c = full({}, 7.0, DType::kFloat64) + 0.5;
+    EXPECT_EQ(c.ndim(), 0);
+    EXPECT_DOUBLE_EQ(c.item<double>(), 7.5);
+  }
+  EXPECT_THAT(kept.to_vector<int32_t>(), ElementsAre(0, 1, 2, 3, 4, 5));
+}
+
+TEST(ArrayTest, ADonatedArraysStorageComesBackUsable) {
+  Mesh mesh = make_mesh({2}, {"i"});
+  auto f = shard_map([](const Array& x) { return x + 1; }, mesh, P("i"), P("i"),
+                     {.donate_argnums = {0}});
+  for (int round = 0; round < 3; ++round) {
+    Array x = arange(4) + 0;  // a single-device array, as every op's result
+    Array y = f(x);
+    EXPECT_THROW(x.shape(), ValueError);  // donated
+    x = Array();  // its impl goes back to the thread's cache, marked deleted
+    Array z = arange(4) + 10;
+    EXPECT_THAT(z.to_vector<int32_t>(), ElementsAre(10, 11, 12, 13));
+    EXPECT_THAT(y.to_vector<int32_t>(), ElementsAre(1, 2, 3, 4));
+  }
+}
+
+struct CachedItem {
+  int value;
+};
+std::atomic<int> items_disposed{0};
+void dispose_item(CachedItem* p) {
+  ++items_disposed;
+  delete p;
+}
+
+TEST(ThreadCacheTest, KeepsUpToItsCapacityPerThreadAndDisposesAtExit) {
+  using Cache = internal::ThreadCache<CachedItem, 2, dispose_item>;
+  std::thread([] {
+    EXPECT_EQ(Cache::take(), nullptr);
+    auto* a = new CachedItem{1};
+    auto* b = new CachedItem{2};
+    auto* c = new CachedItem{3};
+    EXPECT_TRUE(Cache::give(a));
+    EXPECT_TRUE(Cache::give(b));
+    EXPECT_FALSE(Cache::give(c));  // full: the caller keeps it
+    delete c;
+    EXPECT_EQ(Cache::take_if([](const CachedItem& i) { return i.value == 1; }), a);
+    EXPECT_EQ(Cache::take_if([](const CachedItem& i) { return i.value == 9; }), nullptr);
+    EXPECT_TRUE(Cache::give(a));
+    std::thread([] { EXPECT_EQ(Cache::take(), nullptr); }).join();  // per thread
+  }).join();
+  EXPECT_EQ(items_disposed.load(), 2);  // a and b, at the first thread's exit
 }
 
 }  // namespace

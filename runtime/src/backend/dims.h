@@ -24,7 +24,13 @@ class SmallVector {
  public:
   static constexpr size_t kCapacity = kInline;
   SmallVector() = default;
-  explicit SmallVector(size_t n, T value = T{}) { resize(n, value); }
+  explicit SmallVector(size_t n, T value = T{}) : size_(n) {
+    if (n <= kInline) {
+      std::fill_n(inline_, n, value);
+    } else {
+      heap_.assign(n, value);
+    }
+  }
   SmallVector(std::initializer_list<T> values) : SmallVector(values.begin(), values.end()) {}
   template <class It>
   requires(!std::is_integral_v<It>) SmallVector(It first, It last) {
