@@ -293,6 +293,32 @@ static size_t region_offset(const Shape& shape, const Index& region, DType dtype
   return offset * itemsize(dtype);
 }
 
+Array shared_region(const Array& a, const Index& region, const Shape& shape, const Device& device) {
+  const ArrayImpl& impl = ArrayAccess::impl(a);
+  const ShardData* found = nullptr;
+  Index within(region.size());
+  for (const ShardData& s : impl.shards) {
+    if (!s.buffer || !aliasable(s.device, device)) continue;
+    bool inside = true;
+    for (size_t d = 0; d < region.size() && inside; ++d) {
+      inside = s.index[d].first <= region[d].first && region[d].second <= s.index[d].second;
+    }
+    if (!inside) continue;
+    for (size_t d = 0; d < region.size(); ++d) {
+      within[d] = {region[d].first - s.index[d].first, region[d].second - s.index[d].first};
+    }
+    if (!contiguous_region(s.shape, within)) continue;
+    found = &s;
+    if (s.device == device) break;  // of replicas, the reader's own
+  }
+  if (found == nullptr) return Array();
+  for (size_t d = 0; d < region.size(); ++d) {
+    within[d] = {region[d].first - found->index[d].first, region[d].second - found->index[d].first};
+  }
+  return array_from_buffer(impl.dtype, shape, found->buffer,
+                           found->offset + region_offset(found->shape, within, impl.dtype));
+}
+
 // The block of `arg` for the device at mesh position `rank`, sharing memory where possible.
 Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, int64_t rank,
                  const Device& device) {
@@ -300,21 +326,15 @@ Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, 
   const Sharding& sharding = impl.sharding;
   Index region = block_index(mesh, spec, impl.shape, rank);
   if (sharding.is_named() && sharding.named().mesh() == mesh) {
-    const ShardData& s = impl.shards[rank];
+    const ShardData& s = impl.shards[rank];  // the block itself, without a search
     if (s.index == region && aliasable(s.device, device)) {
       return array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset);
     }
   }
-  if (impl.shards.size() == 1 && contiguous_region(impl.shape, region)) {
-    const ShardData& s = impl.shards[0];
-    if (aliasable(s.device, device)) {
-      Shape shape(region.size());
-      for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
-      return array_from_buffer(impl.dtype, std::move(shape), s.buffer,
-                               s.offset + region_offset(impl.shape, region, impl.dtype));
-    }
-  }
-  return read_region(arg, region, device);
+  Shape shape(region.size());
+  for (size_t d = 0; d < region.size(); ++d) shape[d] = region[d].second - region[d].first;
+  Array shared = shared_region(arg, region, shape, device);
+  return shared.valid() ? shared : read_region(arg, region, device);
 }
 
 void check_donation(const std::vector<int>& argnums, std::span<const int> positions) {

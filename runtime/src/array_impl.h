@@ -96,6 +96,11 @@ Array local(const Array& a);
 // The index range [region) of `a` as a new dense array on `device`.
 Array read_region(const Array& a, const Index& region, const Device& device);
 
+// The elements of `region` of `a`, as an array of `shape` (as many elements, row-major) that shares
+// the memory of a shard readable on `device` (preferring `device`'s own), when one holds the region
+// as one contiguous run; else an invalid Array.
+Array shared_region(const Array& a, const Index& region, const Shape& shape, const Device& device);
+
 // The block of `arg` that `spec` gives the device at position `rank` of `mesh`, on `device`:
 // the existing shard or a view into a single-device array when possible, else a copy.
 Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, int64_t rank,

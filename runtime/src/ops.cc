@@ -971,11 +971,11 @@ Array take(const Array& x, int64_t index, int axis) {
   if (index < 0) index += size;
   Shape shape = x.shape();
   shape.erase(shape.begin() + ax);
-  if (ax == 0) {  // a contiguous sub-block: share the buffer
-    Array in = local(x);
-    const internal::ShardData& s = internal::single_shard(in);
-    size_t offset = s.offset + index * shape_size(shape) * itemsize(x.dtype());
-    return with_vma(internal::array_from_buffer(x.dtype(), shape, s.buffer, offset), vma_of(x));
+  if (ax == 0) {  // one contiguous run of a shard (the legacy pmap's per-device row): share it
+    Index row = internal::full_index(x.shape());
+    row[0] = {index, index + 1};
+    Array shared = internal::shared_region(x, row, shape, internal::current_device());
+    if (shared.valid()) return with_vma(shared, vma_of(x));
   }
   std::vector<int64_t> start(x.ndim(), 0), stop(x.shape().begin(), x.shape().end());
   start[ax] = index;

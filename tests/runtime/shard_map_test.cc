@@ -251,6 +251,26 @@ TEST(ShardMap, SmallBodiesThatTurnToCollectivesStillMeet) {
   reduce = false;
   EXPECT_ARRAY_EQ(f(arange(8)), arange(8));
 }
+TEST(ShardMap, TakingARowOfAShardedArraySharesItsShard) {
+  // The legacy pmap's per-device row of a sharded input: a view of that device's shard, not a
+  // copy of the whole array.
+  Mesh mesh = mesh1(4);
+  Array x = device_put(iarange(8, {4, 2}), NamedSharding(mesh, P("i")));
+  std::vector<Shard> shards = x.addressable_shards();
+  for (int k = 0; k < 4; ++k) {
+    Array row = take(x, k, 0);
+    EXPECT_ARRAY_EQ(row, ints({2 * k, 2 * k + 1}));
+    EXPECT_EQ(data_of(row), data_of(shards[k].data));
+  }
+  // A row inside a bigger shard starts at its offset; a row across shards (axis 1) is copied.
+  Array halves = device_put(iarange(8, {4, 2}), NamedSharding(mesh1(2), P("i")));
+  EXPECT_ARRAY_EQ(take(halves, 3, 0), ints({6, 7}));
+  EXPECT_EQ(
+      data_of(take(halves, 3, 0)),
+      static_cast<const char*>(data_of(halves.addressable_shards()[1].data)) + 2 * sizeof(int32_t));
+  EXPECT_ARRAY_EQ(take(halves, 1, 1), ints({1, 3, 5, 7}));
+}
+
 TEST(ShardMap, InputsAlreadyShardedAreReusedWithoutCopy) {
   Mesh mesh = mesh1(4);
   Array x = device_put(arange(8), NamedSharding(mesh, P("i")));
