@@ -56,9 +56,14 @@ Device current_device() {
   return ctx != nullptr ? ctx->device : default_device();
 }
 
-Index full_index(const Shape& shape) {
-  Index index(shape.size());
+void set_full_index(const Shape& shape, Index& index) {
+  index.resize(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) index[d] = {0, shape[d]};
+}
+
+Index full_index(const Shape& shape) {
+  Index index;
+  set_full_index(shape, index);
   return index;
 }
 
@@ -93,11 +98,6 @@ std::shared_ptr<Buffer> new_buffer(const Device& device, size_t bytes) {
   if (buffer == nullptr) buffer = new Buffer(device, bytes);
   return std::shared_ptr<Buffer>(buffer, static_cast<void (*)(Buffer*)>(recycle),
                                  ThreadCachedAllocator<Buffer>());
-}
-
-void set_full_index(const Shape& shape, Index& index) {
-  index.resize(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) index[d] = {0, shape[d]};
 }
 
 }  // namespace
@@ -296,6 +296,7 @@ static size_t region_offset(const Shape& shape, const Index& region, DType dtype
 Array shared_region(const Array& a, const Index& region, const Shape& shape, const Device& device) {
   const ArrayImpl& impl = ArrayAccess::impl(a);
   const ShardData* found = nullptr;
+  size_t offset = 0;
   Index within(region.size());
   for (const ShardData& s : impl.shards) {
     if (!s.buffer || !aliasable(s.device, device)) continue;
@@ -309,14 +310,11 @@ Array shared_region(const Array& a, const Index& region, const Shape& shape, con
     }
     if (!contiguous_region(s.shape, within)) continue;
     found = &s;
+    offset = s.offset + region_offset(s.shape, within, impl.dtype);
     if (s.device == device) break;  // of replicas, the reader's own
   }
   if (found == nullptr) return Array();
-  for (size_t d = 0; d < region.size(); ++d) {
-    within[d] = {region[d].first - found->index[d].first, region[d].second - found->index[d].first};
-  }
-  return array_from_buffer(impl.dtype, shape, found->buffer,
-                           found->offset + region_offset(found->shape, within, impl.dtype));
+  return array_from_buffer(impl.dtype, shape, found->buffer, offset);
 }
 
 // The block of `arg` for the device at mesh position `rank`, sharing memory where possible.

@@ -84,8 +84,9 @@ Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding
 // "[0:2, 0:8]": an index range as messages print it.
 std::string index_str(const Index& index);
 
-// The index covering all of an array of `shape`.
+// The index covering all of an array of `shape` (set_full_index: into `index`, reusing its memory).
 Index full_index(const Shape& shape);
+void set_full_index(const Shape& shape, Index& index);
 
 // True for an array stored as one dense block that `reader` may access directly.
 bool is_local(const Array& a, const Device& reader);

@@ -260,10 +260,6 @@ void Executor::loop(Worker* w, WaitPolicy policy) {
 }
 
 int Executor::first_woken(int n, const void* site) {
-  const ThreadState& self = thread_state();
-  // Only a caller outside every body helps (a body that launched a call and helped would hold
-  // two tasks), so only it may leave tasks unwoken.
-  if (self.owner != nullptr || self.running > 0) return 0;
   // Where workers outnumber cores they yield and sleep when idle, so waking one is slow; where
   // they have a core each they spin, and the measurement above does not hold.
   static const bool oversubscribed = wait_policy(total_devices() + 1).yields > 0;
@@ -278,9 +274,11 @@ void Executor::run(const std::vector<Device>& devices, const Owner& owner, void*
   const int n = static_cast<int>(devices.size());
   auto* launch = new Launch{owner, arg, std::move(keep), n + 1, n, n};
   launch->workers.reserve(devices.size());
+  // Only a caller outside every body helps (a body that launched a call and helped would hold
+  // two tasks), so only it may leave tasks unwoken.
   const ThreadState& self = thread_state();
   const bool helps = self.owner == nullptr && self.running == 0;
-  launch->woken_from = first_woken(n, site);
+  launch->woken_from = helps ? first_woken(n, site) : 0;
   launch->all_woken.store(launch->woken_from == 0, std::memory_order_relaxed);
   *handle = launch;
   try {

@@ -131,7 +131,8 @@ class Executor {
 
   Executor() = default;
   static ThreadState& thread_state();
-  // The first launch index whose worker run() wakes: n wakes none (the caller runs every task).
+  // For a launch its caller helps: the first launch index whose worker run() wakes (n: none, the
+  // caller runs every task).
   static int first_woken(int n, const void* site);
   // The worker of `device`, created (with its thread) on first use; `started` receives workers
   // created by this call. Called under launch_mu_.
