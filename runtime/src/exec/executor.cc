@@ -85,6 +85,7 @@ struct Executor::Launch {
   std::vector<Worker*> workers;        // of the launch's devices, in order
   int woken_from = 0;  // run() woke the workers of tasks [woken_from, n); start_all the rest
   std::atomic<bool> all_woken{false};
+  std::atomic<bool> bodies_wait{false};  // a body entered a collective (body_waits)
 };
 
 Executor& Executor::instance() {
@@ -168,6 +169,13 @@ bool Executor::take(Worker& w, const Launch* launch, Task& task, bool wait_for_l
   w.runner = &thread_state();
   task.launch->unstarted.fetch_sub(1, std::memory_order_relaxed);
   return true;
+}
+
+void Executor::body_waits(Launch* launch) {
+  if (!launch->bodies_wait.load(std::memory_order_relaxed)) {
+    launch->bodies_wait.store(true, std::memory_order_relaxed);
+  }
+  start_all(launch);
 }
 
 void Executor::start_all(Launch* launch) {
@@ -309,15 +317,21 @@ void Executor::run(const std::vector<Device>& devices, const Owner& owner, void*
     delete launch;
     throw;
   }
+  int64_t task_ns = -1;  // what the caller's tasks took each
   if (helps) {
     const Clock::time_point start = Clock::now();
     const int ran = help(*launch, /*from_back=*/false);
-    if (ran > 0) record_task_ns(site, (Clock::now() - start).count() / ran);
+    if (ran > 0) task_ns = (Clock::now() - start).count() / ran;
     complete(*launch, ran);
     // Tasks queued behind other launches' tasks are left to their workers.
     if (launch->unstarted.load(std::memory_order_acquire) > 0) start_all(launch);
   }
   wait(*launch);
+  // Bodies that wait on each other need every worker whatever their time: never serial.
+  if (task_ns >= 0) {
+    record_task_ns(site,
+                   launch->bodies_wait.load(std::memory_order_relaxed) ? kSerialBudgetNs : task_ns);
+  }
   release(*launch, 1);
 }
 

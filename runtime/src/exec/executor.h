@@ -29,7 +29,8 @@
 // otherwise only as many workers as there are cores besides the caller's (those of the last
 // tasks; the caller runs the first).
 // The tasks not yet running get their workers once a body is about to wait on other devices
-// (start_all, from its first collective) or the caller has helped all it could.
+// (body_waits, from its first collective; such a site never runs on its caller alone again) or
+// the caller has helped all it could.
 #pragma once
 
 #include <atomic>
@@ -93,10 +94,11 @@ class Executor {
   // owner's callbacks).
   static void wake(Launch* launch);
 
-  // Wakes the workers of every task of the launch that run() left to its caller: a body is about
-  // to wait on the other devices' bodies, which must all run now. Cheap after the first call.
-  // Thread-safe; the launch must be alive.
-  static void start_all(Launch* launch);
+  // A body of the launch is about to wait on the other devices' bodies (its first collective),
+  // which must all run now: wakes the workers of every task run() left to its caller, and marks
+  // the site as one whose calls need every worker. Cheap after the first call. Thread-safe; the
+  // launch must be alive.
+  static void body_waits(Launch* launch);
 
   // For tests: starting a new worker thread fails, as when the process is out of threads, once
   // `after` more threads have started (-1: never).
@@ -144,6 +146,8 @@ class Executor {
   // belongs to it); marks `w` busy. Without `wait_for_lock`, gives up when another thread holds
   // `w`'s lock.
   static bool take(Worker& w, const Launch* launch, Task& task, bool wait_for_lock);
+  // Wakes the workers of every task of the launch that run() left to its caller (once).
+  static void start_all(Launch* launch);
   // Runs a taken task and clears `w`'s busy mark, waking its thread if more tasks wait.
   static void run_task(Worker& w, const Task& task);
   // Runs the tasks of `launch` that no thread has started; returns how many. The caller goes

@@ -89,7 +89,7 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
   auto launch = std::make_shared<Launch>(spec, fn, body);
   launch->call.set_listener(
       {.aborted = [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); },
-       .waits = [](void* l) { Executor::start_all(static_cast<Launch*>(l)->executor); },
+       .waits = [](void* l) { Executor::body_waits(static_cast<Launch*>(l)->executor); },
        .arg = launch.get()});
   const Mesh& mesh = launch->call.mesh();
   const std::vector<Device>* run_on = &mesh.devices();
