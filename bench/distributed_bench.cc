@@ -74,7 +74,12 @@ int run_gloo(const std::vector<int64_t>& sizes, int reps) {
   const size_t colon = address.rfind(':');
   const int port = std::atoi(address.substr(colon + 1).c_str());
   std::unique_ptr<spmd::internal::TcpStoreServer> server;
-  if (rank == 0) server = std::make_unique<spmd::internal::TcpStoreServer>(port);
+  // spmd-run hands process 0 the socket it listens on (the port is taken), as for spmd itself.
+  const char* listening = std::getenv("SPMD_COORDINATOR_FD");
+  if (rank == 0) {
+    server = std::make_unique<spmd::internal::TcpStoreServer>(
+        port, listening != nullptr ? std::atoi(listening) : -1);
+  }
   spmd::internal::TcpStore store(address.substr(0, colon), port, std::chrono::seconds(60));
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";

@@ -238,13 +238,16 @@ std::vector<Case> cases() {
              flat, [](const Array& b) { return spmd::all_to_all(b, "i", 0, 0, {.tiled = true}); },
              data(4 * n * n, spmd::float32, 12));
        }});
-  out.push_back({"ppermute_flat_shift", [=] {
-                   std::vector<std::pair<int, int>> perm;
-                   for (int k = 0; k < n; ++k) perm.push_back({k, (k + 1) % n});
-                   return per_device(
-                       flat, [perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
-                       data(50 * n, spmd::float64, 13));
-                 }});
+  // Inputs that travel with the header (up to 16 KiB per process) and inputs that do not.
+  for (int64_t per : {int64_t{50}, int64_t{3000}}) {
+    out.push_back({fmt::format("ppermute_flat_shift_{}", per), [=] {
+                     std::vector<std::pair<int, int>> perm;
+                     for (int k = 0; k < n; ++k) perm.push_back({k, (k + 1) % n});
+                     return per_device(
+                         flat, [perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
+                         data(per * n, spmd::float64, 13));
+                   }});
+  }
   out.push_back({"ppermute_grid_p_partial", [=] {
                    return per_device(
                        grid,

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "backend/element_rules.h"
+#include "exec/futex.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal {
@@ -199,17 +200,23 @@ void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cance
     cancel.throw_aborted();
   }
   requests_[local_index_[rank]] = request;
-  const uint64_t generation = generation_;
+  const uint64_t generation = generation_.load(std::memory_order_relaxed);
   if (++arrived_ == static_cast<int>(local_ranks_.size())) {
     // The last to arrive works for every member of this process; the others wait for it.
     lock.unlock();
     work(cancel);
     lock.lock();
     arrived_ = 0;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
     cv_.notify_all();
     return;
   }
+  // Spin or yield first, as the CPU backend's members do: a member that sleeps at once makes
+  // every exchange pay a futex wake-up, and on a virtual machine the wake-up of an idle core.
+  lock.unlock();
+  spin_then_yield(wait_policy(cancel.threads()),
+                  [&] { return generation_.load(std::memory_order_acquire) != generation; });
+  lock.lock();
   Clock::time_point deadline = cancel.deadline();
   while (generation_ == generation && !aborted_) {
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == generation &&
@@ -243,22 +250,34 @@ void CrossProcessExchange::gloo_failed(const std::exception& e, const char* what
       what, process_of_.size() > 2 ? "es" : "", processes, text));
 }
 
-void CrossProcessExchange::check_headers(const CollectiveRequest& request, Cancel& cancel) {
+void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, Cancel& cancel) {
   if (cancel.cross_process_call() != call_) {
     call_ = cancel.cross_process_call();
     in_call_ = 0;
   }
   const Header mine = header_of(request, call_, ++in_call_, cancel.collective_hash());
-  std::vector<Header> all(context_->size);
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  const int processes = context_->size;
+  envelopes_.resize((processes + 1) * kEnvelopeBytes);
+  char* outgoing = envelope(processes);
+  std::memcpy(outgoing, &mine, sizeof(mine));
+  const int64_t bytes = input_bytes(request, static_cast<int>(members_.size()));
+  if (bytes > 0 && static_cast<int64_t>(local_ranks_.size()) * bytes <= kInlineBytes) {
+    for (size_t i = 0; i < local_ranks_.size(); ++i) {
+      std::memcpy(outgoing + kHeaderBytes + i * bytes, requests_[i].in, bytes);
+    }
+  }
   try {
     gloo::AllgatherOptions opts(context_);
-    opts.setInput(const_cast<Header*>(&mine), 1);
-    opts.setOutput(all.data(), all.size());
+    opts.setInput(outgoing, kEnvelopeBytes);
+    opts.setOutput(envelopes_.data(), processes * kEnvelopeBytes);
     opts.setTimeout(time_left(cancel));
     gloo::allgather(opts);
   } catch (const gloo::Exception& e) {
     gloo_failed(e, "exchange of collective headers", cancel);
   }
+  std::vector<Header> all(processes);
+  for (int p = 0; p < processes; ++p) std::memcpy(&all[p], envelope(p), sizeof(Header));
   bool agree = true;
   for (const Header& h : all) agree = agree && h == all[0];
   if (agree) return;
@@ -298,11 +317,22 @@ void CrossProcessExchange::check_headers(const CollectiveRequest& request, Cance
 void CrossProcessExchange::work(Cancel& cancel) {
   const CollectiveRequest& first = requests_[0];
   const int size = static_cast<int>(members_.size());
-  check_headers(first, cancel);
+  exchange_envelopes(first, cancel);
   const int64_t bytes = input_bytes(first, size);
   if (first.kind == CollectiveRequest::kBarrier) return;
   if (first.kind == CollectiveRequest::kAllReduce && chainable_ && bytes >= kChainMinBytes) {
     return chained_all_reduce(cancel);
+  }
+  std::vector<const void*> ins(size);
+  if (bytes > 0 && inlined(bytes)) {
+    for (size_t p = 0; p < process_ranks_.size(); ++p) {
+      const char* payload = envelope(static_cast<int>(p)) + kHeaderBytes;
+      for (size_t i = 0; i < process_ranks_[p].size(); ++i) {
+        const int r = process_ranks_[p][i];
+        ins[r] = local_index_[r] >= 0 ? requests_[local_index_[r]].in : payload + i * bytes;
+      }
+    }
+    return compute(ins);
   }
 
   // Everyone's inputs, this process's read in place, the others' gathered over Gloo.
@@ -325,7 +355,6 @@ void CrossProcessExchange::work(Cancel& cancel) {
       gloo_failed(e, describe(header_of(first, 0, 0, 0)).c_str(), cancel);
     }
   }
-  std::vector<const void*> ins(size);
   size_t offset = 0;
   for (const std::vector<int>& ranks : process_ranks_) {
     for (int r : ranks) {
@@ -334,6 +363,13 @@ void CrossProcessExchange::work(Cancel& cancel) {
     }
   }
   compute(ins);
+}
+
+bool CrossProcessExchange::inlined(int64_t bytes) const {
+  for (const std::vector<int>& ranks : process_ranks_) {
+    if (static_cast<int64_t>(ranks.size()) * bytes > kInlineBytes) return false;
+  }
+  return true;
 }
 
 void CrossProcessExchange::chained_all_reduce(Cancel& cancel) {

@@ -14,7 +14,9 @@
 // Before the data, the processes exchange a header (collective, dtype, sizes, the call's number
 // among calls over several processes, the collective's number in the call): processes that run
 // different collectives, or one that skipped a call's collectives, get CollectiveMismatch instead
-// of garbage or a hang.
+// of garbage or a hang. Every header travels in an envelope of the same size, so that processes
+// that disagree still exchange it; inputs of up to kInlineBytes per process travel in it too, so
+// that a small collective costs one round trip.
 // Every Gloo operation ends by the calling device's deadline; a peer that dies closes its
 // connections, which fails the operation at once (DistributedError). A call that aborts destroys
 // its communicators, which closes their connections and so wakes the other processes too.
@@ -25,6 +27,7 @@
 
 #include <gloo/context.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -53,6 +56,9 @@ class CrossProcessExchange {
   // ranked by process index.
   CrossProcessExchange(std::vector<Device> members, std::shared_ptr<gloo::Context> context);
 
+  // Inputs of up to this many bytes per process travel with the header.
+  static constexpr int64_t kInlineBytes = 16 * 1024;
+
   void run(int rank, const CollectiveRequest& request, Cancel& cancel);
   void abort();
   bool release();
@@ -61,7 +67,12 @@ class CrossProcessExchange {
   // The last member of this process to arrive: the exchange with the other processes and every
   // local output.
   void work(Cancel& cancel);
-  void check_headers(const CollectiveRequest& request, Cancel& cancel);
+  // Exchanges the envelopes (header, and this process's inputs when they fit), and raises
+  // CollectiveMismatch when the headers differ.
+  void exchange_envelopes(const CollectiveRequest& request, Cancel& cancel);
+  // Whether every process's inputs of `bytes` per member came in the envelopes.
+  bool inlined(int64_t bytes) const;
+  char* envelope(int process) { return envelopes_.data() + process * kEnvelopeBytes; }
   void compute(const std::vector<const void*>& ins);
   void chained_all_reduce(Cancel& cancel);
   [[noreturn]] void gloo_failed(const std::exception& e, const char* what, Cancel& cancel);
@@ -72,18 +83,24 @@ class CrossProcessExchange {
   std::vector<int> local_index_;                 // rank -> index in local_ranks_, or -1
   std::vector<std::vector<int>> process_ranks_;  // Gloo rank -> the ranks it owns, ascending
   std::vector<int> process_of_;                  // Gloo rank -> process index
-  bool chainable_ = false;  // each process's ranks follow the previous process's
+  bool chainable_ = false;                     // each process's ranks follow the previous process's
+  static constexpr int64_t kHeaderBytes = 64;  // an envelope's header part; its inputs follow
+  static constexpr int64_t kEnvelopeBytes = kHeaderBytes + kInlineBytes;
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool aborted_ = false;
   int arrived_ = 0;
-  uint64_t generation_ = 0;                  // completed collectives
+  // Completed collectives: written under mu_, read without it by members spinning before they
+  // sleep.
+  std::atomic<uint64_t> generation_{0};
   uint64_t call_ = 0;                        // the cross-process call of the last collective
   uint64_t in_call_ = 0;                     // collectives of that call so far
   std::vector<CollectiveRequest> requests_;  // by local index, for the current collective
   // This process's inputs and everyone's; in the chain, the running values sent and received.
   std::vector<char> staging_, gathered_;
+  // Every process's envelope, by Gloo rank, then the one this process sends.
+  std::vector<char> envelopes_;
 };
 
 // One rank's handle.
