@@ -2,9 +2,12 @@
 // Collectives benchmark (method: docs/benchmarks.md).
 //
 // For each collective, device count N and size S it times a shard_map body that runs the
-// collective k times, and in the same process, interleaved rep by rep, two references over the same
-// devices: an empty barrier (the synchronisation floor) and one memcpy of S bytes per device (the
-// bandwidth floor). The primary results are the per-rep ratios to those references; absolute
+// collective k times, and in the same process, interleaved rep by rep, three references over the
+// same devices: an empty barrier (the synchronisation floor), one memcpy of S bytes per device (the
+// bandwidth floor), and a barrier then that memcpy (the floor of a collective that meets and moves
+// S bytes per device: where devices outnumber cores, the plain memcpy runs k copies per time slice
+// from cache, while anything that meets every op interleaves the devices' data on each core). The
+// primary results are the per-rep ratios to those references; absolute
 // times, algbw and busbw (nccl-tests' formulas) are informational. With OpenMPI installed it also
 // runs the same collectives through MPI (bench/mpi_collectives.cc) in alternating rounds and
 // reports spmd's speedup.
@@ -83,7 +86,7 @@ void check_result(const std::string& op, int n, const Array& block, int device) 
 }
 
 struct Result {
-  double median_us, min_us, ratio_barrier, ratio_memcpy, barrier_us, memcpy_us;
+  double median_us, min_us, ratio_barrier, ratio_memcpy, ratio_synced;
 };
 
 class Bench {
@@ -105,6 +108,11 @@ class Bench {
               for (int64_t i = 0; i < k; ++i) internal::barrier("i");
             } else if (what == "memcpy") {
               for (int64_t i = 0; i < k; ++i) std::memcpy(dst[d].data(), src[d].data(), s);
+            } else if (what == "synced memcpy") {
+              for (int64_t i = 0; i < k; ++i) {
+                internal::barrier("i");
+                std::memcpy(dst[d].data(), src[d].data(), s);
+              }
             } else {
               Array y;
               for (int64_t i = 0; i < k; ++i) y = run_op(what, b);
@@ -115,20 +123,21 @@ class Bench {
     verify(op, x);
     std::map<std::string, int64_t> k;
     std::map<std::string, std::vector<double>> t;
-    for (const char* what : {"barrier", "memcpy"}) {
+    const std::vector<std::string> order{"barrier", "memcpy", "synced memcpy", op};
+    for (const std::string& what : order) {
       k[what] = calibrate([&](int64_t kk) { body(what, kk); }, options_.target_s);
     }
-    k[op] = calibrate([&](int64_t kk) { body(op, kk); }, options_.target_s);
-    std::vector<double> ratio_barrier, ratio_memcpy;
+    std::vector<double> ratio_barrier, ratio_memcpy, ratio_synced;
     for (int rep = 0; rep < options_.reps; ++rep) {
-      for (const std::string& what : {std::string("barrier"), std::string("memcpy"), op}) {
+      for (const std::string& what : order) {
         t[what].push_back(time_per_iteration([&](int64_t kk) { body(what, kk); }, k[what]));
       }
       ratio_barrier.push_back(t[op].back() / t["barrier"].back());
       ratio_memcpy.push_back(t[op].back() / t["memcpy"].back());
+      ratio_synced.push_back(t[op].back() / t["synced memcpy"].back());
     }
-    return Result{median(t[op]) * 1e6,  minimum(t[op]) * 1e6,       median(ratio_barrier),
-                  median(ratio_memcpy), median(t["barrier"]) * 1e6, median(t["memcpy"]) * 1e6};
+    return Result{median(t[op]) * 1e6, minimum(t[op]) * 1e6, median(ratio_barrier),
+                  median(ratio_memcpy), median(ratio_synced)};
   }
 
  private:
@@ -261,16 +270,16 @@ int main(int argc, char** argv) {
   for (int n : options.devices) {
     fmt::print("\n{} devices: barrier reference {} \n", n, "(empty collective)");
     fmt::print(
-        "| op | size | median µs | min µs | / barrier | / memcpy | algbw GB/s | busbw GB/s "
-        "|\n|---|---|---|---|---|---|---|---|\n");
+        "| op | size | median µs | min µs | / barrier | / memcpy | / synced memcpy | algbw GB/s | "
+        "busbw GB/s |\n|---|---|---|---|---|---|---|---|---|\n");
     Bench bench(n, options);
     for (const std::string& op : options.ops) {
       for (int64_t s : options.sizes) {
         Result r = bench.measure(op, s);
         double algbw = static_cast<double>(s) / (r.median_us * 1e-6) / 1e9;
-        fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", op,
-                   size_label(s), r.median_us, r.min_us, r.ratio_barrier, r.ratio_memcpy, algbw,
-                   algbw * bus_factor(op, n));
+        fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n",
+                   op, size_label(s), r.median_us, r.min_us, r.ratio_barrier, r.ratio_memcpy,
+                   r.ratio_synced, algbw, algbw * bus_factor(op, n));
         std::fflush(stdout);
       }
     }

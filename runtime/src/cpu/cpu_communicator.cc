@@ -18,11 +18,14 @@ namespace spmd::internal {
 namespace {
 
 // All-reduces of at most this many bytes are computed by the last member to arrive, for all
-// members, before it releases them (one synchronisation, minimal traffic). Not more, even when
-// threads outnumber cores: while one thread does all the work the others run out of yields and
-// sleep, and their wake-up costs more than the second synchronisation of owner-computes (8
-// devices on 2 cores, psum of 64 KiB: 18-20 us owner-computes, 29-41 us leader-computes).
+// members, before it releases them (one synchronisation, minimal traffic). Somewhat more when
+// threads outnumber cores (the members cannot run in parallel anyway), but not much: while one
+// thread does all the work the others run out of yields and sleep, and their wake-up soon costs
+// more than the second synchronisation of owner-computes. Measured with 2, 4 and 8 devices on 2
+// cores (docs/benchmarks.md): leader-computes wins at 8 KiB, owner-computes from 16 KiB (at 32
+// KiB 2.6 / 6.7 / 15 us against 4.0 / 9.0 / 23 us).
 constexpr int64_t kLeaderMaxBytes = 4096;
+constexpr int64_t kLeaderMaxBytesOversubscribed = 8192;
 // Block size of owner-computes: a block stays in L1/L2 while it is written to every output.
 constexpr int64_t kBlockBytes = 16 * 1024;
 // All-reduces of at least this many bytes per device write other devices' outputs with
@@ -181,7 +184,8 @@ const std::vector<CpuExchange::Slot>& CpuExchange::exchange(
 void CpuExchange::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count, const void* in,
                              void* out, const Communicator::Keep& keep, Cancel& cancel) {
   const int64_t item = itemsize(dtype);
-  if (count * item <= kLeaderMaxBytes) {
+  const bool oversubscribed = wait_policy(cancel.threads()).yields > 0;
+  if (count * item <= (oversubscribed ? kLeaderMaxBytesOversubscribed : kLeaderMaxBytes)) {
     // The last member to arrive reduces once and fills every output before it releases the
     // others: one synchronisation, and the least work and cache traffic of any scheme.
     exchange(rank, in, out, keep, cancel, [&](const std::vector<Slot>& slots) {
