@@ -12,7 +12,7 @@
 // runs the same collectives through MPI (bench/mpi_collectives.cc) in alternating rounds and
 // reports spmd's speedup.
 //
-//   build/bench/collectives_bench                 full run (~5 min on 2 cores)
+//   build/bench/collectives_bench                 full run (~7 min on 2 cores)
 //   build/bench/collectives_bench --quick         smoke run (CI)
 //   options: --devices=2,4,8 --sizes=1K,64K,1M --ops=psum,all_gather --reps=7 --mpi=auto|on|off
 //            --mpi-sizes=64K,256K,1M,4M --rounds=2
