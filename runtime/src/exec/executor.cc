@@ -180,7 +180,7 @@ void Executor::body_waits(Launch* launch) {
 
 void Executor::start_all(Launch* launch) {
   if (launch->all_woken.load(std::memory_order_acquire) ||
-      launch->all_woken.exchange(true, std::memory_order_acq_rel)) {
+      launch->all_woken.exchange(true, std::memory_order_seq_cst)) {
     return;
   }
   for (int i = 0; i < launch->woken_from; ++i) notify(*launch->workers[i]);
@@ -312,6 +312,12 @@ void Executor::run(const std::vector<Device>& devices, const Owner& owner, void*
         w.queue.push_back(Task{launch, i});
       }
       if (i >= launch->woken_from) notify(w);
+    }
+    // A worker that was awake may have started its body while later tasks were still being
+    // queued, and that body's first collective (start_all) then woke workers with nothing queued
+    // yet: they went back to sleep. Wake them again now that every task is queued.
+    if (launch->all_woken.load(std::memory_order_seq_cst) && launch->woken_from > 0) {
+      for (int i = 0; i < launch->woken_from; ++i) notify(*launch->workers[i]);
     }
   } catch (...) {
     delete launch;
