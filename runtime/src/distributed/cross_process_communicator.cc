@@ -250,7 +250,8 @@ void CrossProcessExchange::gloo_failed(const std::exception& e, const char* what
       what, process_of_.size() > 2 ? "es" : "", processes, text));
 }
 
-void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, Cancel& cancel) {
+void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, int64_t bytes,
+                                              Cancel& cancel) {
   if (cancel.cross_process_call() != call_) {
     call_ = cancel.cross_process_call();
     in_call_ = 0;
@@ -261,7 +262,6 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
   envelopes_.resize((processes + 1) * kEnvelopeBytes);
   char* outgoing = envelope(processes);
   std::memcpy(outgoing, &mine, sizeof(mine));
-  const int64_t bytes = input_bytes(request, static_cast<int>(members_.size()));
   if (bytes > 0 && static_cast<int64_t>(local_ranks_.size()) * bytes <= kInlineBytes) {
     for (size_t i = 0; i < local_ranks_.size(); ++i) {
       std::memcpy(outgoing + kHeaderBytes + i * bytes, requests_[i].in, bytes);
@@ -317,8 +317,8 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
 void CrossProcessExchange::work(Cancel& cancel) {
   const CollectiveRequest& first = requests_[0];
   const int size = static_cast<int>(members_.size());
-  exchange_envelopes(first, cancel);
   const int64_t bytes = input_bytes(first, size);
+  exchange_envelopes(first, bytes, cancel);
   if (first.kind == CollectiveRequest::kBarrier) return;
   if (first.kind == CollectiveRequest::kAllReduce && chainable_ && bytes >= kChainMinBytes) {
     return chained_all_reduce(cancel);

@@ -67,9 +67,9 @@ class CrossProcessExchange {
   // The last member of this process to arrive: the exchange with the other processes and every
   // local output.
   void work(Cancel& cancel);
-  // Exchanges the envelopes (header, and this process's inputs when they fit), and raises
-  // CollectiveMismatch when the headers differ.
-  void exchange_envelopes(const CollectiveRequest& request, Cancel& cancel);
+  // Exchanges the envelopes (header, and this process's inputs of `bytes` per member when they
+  // fit), and raises CollectiveMismatch when the headers differ.
+  void exchange_envelopes(const CollectiveRequest& request, int64_t bytes, Cancel& cancel);
   // Whether every process's inputs of `bytes` per member came in the envelopes.
   bool inlined(int64_t bytes) const;
   char* envelope(int process) { return envelopes_.data() + process * kEnvelopeBytes; }

@@ -183,7 +183,11 @@ void Executor::start_all(Launch* launch) {
       launch->all_woken.exchange(true, std::memory_order_seq_cst)) {
     return;
   }
-  for (int i = 0; i < launch->woken_from; ++i) notify(*launch->workers[i]);
+  wake_unwoken(*launch);
+}
+
+void Executor::wake_unwoken(Launch& launch) {
+  for (int i = 0; i < launch.woken_from; ++i) notify(*launch.workers[i]);
 }
 
 void Executor::run_task(Worker& w, const Task& task) {
@@ -316,9 +320,7 @@ void Executor::run(const std::vector<Device>& devices, const Owner& owner, void*
     // A worker that was awake may have started its body while later tasks were still being
     // queued, and that body's first collective (start_all) then woke workers with nothing queued
     // yet: they went back to sleep. Wake them again now that every task is queued.
-    if (launch->all_woken.load(std::memory_order_seq_cst) && launch->woken_from > 0) {
-      for (int i = 0; i < launch->woken_from; ++i) notify(*launch->workers[i]);
-    }
+    if (launch->all_woken.load(std::memory_order_seq_cst)) wake_unwoken(*launch);
   } catch (...) {
     delete launch;
     throw;

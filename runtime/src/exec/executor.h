@@ -148,6 +148,8 @@ class Executor {
   static bool take(Worker& w, const Launch* launch, Task& task, bool wait_for_lock);
   // Wakes the workers of every task of the launch that run() left to its caller (once).
   static void start_all(Launch* launch);
+  // Wakes the workers of the tasks run() left to its caller (tasks [0, woken_from)).
+  static void wake_unwoken(Launch& launch);
   // Runs a taken task and clears `w`'s busy mark, waking its thread if more tasks wait.
   static void run_task(Worker& w, const Task& task);
   // Runs the tasks of `launch` that no thread has started; returns how many. The caller goes
