@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "exec/executor.h"
 #include "test_util.h"
 
 namespace spmd {
@@ -359,6 +360,21 @@ TEST(FaultTurns, TheDeadlineCountsFromTheLastStartAndBlamesTruthfully) {
   auto good = shard_map([](const Array& x) { return psum(x, "i"); }, Mesh({d[1], d[2]}, {2}, {"i"}),
                         P("i"), P());
   EXPECT_ARRAY_EQ(when_available([&] { return good(arange(4)); }), ints({2, 4}));
+}
+
+TEST(FaultTurns, ALostWakeUpCostsOneDeadlineNotAHang) {
+  // A worker whose wake-up is lost would never start its body, and its device's peers would wait
+  // for it forever: their deadline moves on while a member has not started (it may be busy with
+  // an earlier call). Once it has passed, the waiting body wakes the call's workers again.
+  std::vector<Device> d = devices();
+  auto f = shard_map([](const Array& x) { return psum(x, "i"); }, Mesh({d[1], d[2]}, {2}, {"i"}),
+                     P("i"), P(), {.collective_timeout_s = 0.2});
+  EXPECT_ARRAY_EQ(f(arange(4)), ints({2, 4}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both workers asleep again
+  internal::Executor::lose_next_wake_for_testing(d[2].id);
+  auto start = Clock::now();
+  EXPECT_ARRAY_EQ(f(arange(4)), ints({2, 4}));
+  EXPECT_GT(seconds_since(start), 0.15);  // cpu:2 started only when the deadline passed
 }
 
 // ---- a body stuck in user code ----

@@ -429,11 +429,13 @@ void CallContext::deadline_passed() {
   std::vector<int> missing;
   if (ctx->members != nullptr) missing = check_->missing(*ctx->members, ctx->rank, seq);
   // A device that has not started this call's body is still running earlier calls: this call
-  // waits for its turn, and its deadline counts from when the last member started.
+  // waits for its turn, and its deadline counts from when the last member started. Should the
+  // device be idle instead (its worker's wake-up lost), the listener wakes it again.
   int64_t last_start = 0;
   for (int m : missing) {
     const int64_t started = started_ns(m);
     if (started < 0) {
+      if (listener_.stalled != nullptr) listener_.stalled(listener_.arg);
       ctx->deadline = now + timeout_;
       return;
     }

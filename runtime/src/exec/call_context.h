@@ -123,10 +123,13 @@ class CallContext final : public Cancel {
   void return_communicators();
   // What the launch path hears of the call, on device threads: `aborted(arg)` once when the call
   // aborts (on the aborting thread); `waits(arg)` when a body enters its first collective, about
-  // to wait on the other bodies (they must all be running).
+  // to wait on the other bodies (they must all be running); `stalled(arg)` when a body has waited
+  // a whole deadline for a body that has not started (its device may be busy with earlier calls,
+  // or its wake-up was lost: the launch path wakes the workers again).
   struct Listener {
     void (*aborted)(void*) = nullptr;
     void (*waits)(void*) = nullptr;
+    void (*stalled)(void*) = nullptr;
     void* arg = nullptr;
   };
   void set_listener(const Listener& listener) { listener_ = listener; }

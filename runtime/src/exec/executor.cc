@@ -60,6 +60,7 @@ void record_task_ns(const void* site, int64_t ns) {
   slot.site.store(site, std::memory_order_relaxed);
 }
 std::atomic<int> thread_starts_left{-1};  // fail_thread_starts_for_testing; -1: unlimited
+std::atomic<int> lost_wake_device{-1};    // lose_next_wake_for_testing; -1: none
 std::atomic<int> worker_threads{0};       // running worker loops, for messages
 
 ResourceExhausted thread_error(const Device& device, const std::system_error& e) {
@@ -100,6 +101,8 @@ Executor::ThreadState& Executor::thread_state() {
 }
 
 void Executor::fail_thread_starts_for_testing(int after) { thread_starts_left.store(after); }
+
+void Executor::lose_next_wake_for_testing(int device_id) { lost_wake_device.store(device_id); }
 
 std::thread Executor::start_thread(Worker& w) {
   int left = thread_starts_left.load();
@@ -143,6 +146,10 @@ void Executor::roll_back(const std::vector<Worker*>& started) {
 }
 
 void Executor::notify(Worker& w) {
+  if (lost_wake_device.load(std::memory_order_relaxed) >= 0) {
+    int id = w.device.id;
+    if (lost_wake_device.compare_exchange_strong(id, -1)) return;
+  }
   w.signal.fetch_add(1, std::memory_order_seq_cst);
   if (w.sleeping.load(std::memory_order_seq_cst)) futex_wake_all(w.signal);
 }
@@ -188,6 +195,11 @@ void Executor::start_all(Launch* launch) {
 
 void Executor::wake_unwoken(Launch& launch) {
   for (int i = 0; i < launch.woken_from; ++i) notify(*launch.workers[i]);
+}
+
+void Executor::rewake(Launch* launch) {
+  if (launch->unstarted.load(std::memory_order_acquire) == 0) return;
+  for (Worker* w : launch->workers) notify(*w);
 }
 
 void Executor::run_task(Worker& w, const Task& task) {

@@ -100,9 +100,17 @@ class Executor {
   // launch must be alive.
   static void body_waits(Launch* launch);
 
+  // A body of the launch has waited a whole deadline for a body that has not started: wakes the
+  // worker of every task of the launch again, so that a wake-up that went missing costs one
+  // deadline instead of a hang (a worker with nothing to take goes back to sleep). Thread-safe;
+  // the launch must be alive.
+  static void rewake(Launch* launch);
+
   // For tests: starting a new worker thread fails, as when the process is out of threads, once
   // `after` more threads have started (-1: never).
   static void fail_thread_starts_for_testing(int after);
+  // For tests: the next wake-up of the worker of device id `device_id` is lost (-1: none).
+  static void lose_next_wake_for_testing(int device_id);
 
  private:
   struct Worker;

@@ -90,6 +90,7 @@ DeviceOutputs launch_erased(const CallSpec& spec, DeviceBodyFn fn, void* body) {
   launch->call.set_listener(
       {.aborted = [](void* l) { Executor::wake(static_cast<Launch*>(l)->executor); },
        .waits = [](void* l) { Executor::body_waits(static_cast<Launch*>(l)->executor); },
+       .stalled = [](void* l) { Executor::rewake(static_cast<Launch*>(l)->executor); },
        .arg = launch.get()});
   const Mesh& mesh = launch->call.mesh();
   const std::vector<Device>* run_on = &mesh.devices();
