@@ -248,6 +248,39 @@ std::vector<Case> cases() {
                          data(per * n, spmd::float64, 13));
                    }});
   }
+  // Inputs too large for the envelopes go only where they are needed (routed): a reversal, a
+  // partial permutation (devices nobody sends to get zeros), and all_to_all.
+  out.push_back({"ppermute_flat_reverse_3000", [=] {
+                   std::vector<std::pair<int, int>> perm;
+                   for (int k = 0; k < n; ++k) perm.push_back({k, n - 1 - k});
+                   return per_device(
+                       flat, [perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
+                       data(3000 * n, spmd::float32, 21));
+                 }});
+  out.push_back({"ppermute_flat_partial_3000", [=] {
+                   std::vector<std::pair<int, int>> perm = {{0, n - 1}, {n - 1, 0}, {1, 2}};
+                   return per_device(
+                       flat, [perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
+                       data(3000 * n, spmd::int32, 22));
+                 }});
+  out.push_back(
+      {"all_to_all_flat_routed", [=] {
+         return per_device(
+             flat, [](const Array& b) { return spmd::all_to_all(b, "i", 0, 0, {.tiled = true}); },
+             data(1024 * n * n, spmd::float32, 23));
+       }});
+  out.push_back({"psum_scatter_flat_routed", [=] {
+                   return per_device(
+                       flat,
+                       [](const Array& b) { return spmd::psum_scatter(b, "i", {.tiled = true}); },
+                       data(512 * n * n, spmd::float32, 24));
+                 }});
+  out.push_back({"psum_scatter_cols_a_routed", [=] {
+                   return per_device(
+                       cols,
+                       [](const Array& b) { return spmd::psum_scatter(b, "a", {.tiled = true}); },
+                       data(4096 * n * n, spmd::bfloat16, 25));
+                 }});
   out.push_back({"ppermute_grid_p_partial", [=] {
                    return per_device(
                        grid,

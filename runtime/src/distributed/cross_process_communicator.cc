@@ -12,6 +12,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <type_traits>
 
 #include "backend/element_rules.h"
@@ -262,9 +263,14 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
   envelopes_.resize((processes + 1) * kEnvelopeBytes);
   char* outgoing = envelope(processes);
   std::memcpy(outgoing, &mine, sizeof(mine));
-  if (bytes > 0 && static_cast<int64_t>(local_ranks_.size()) * bytes <= kInlineBytes) {
+  if (bytes > 0 && inlined(bytes)) {
     for (size_t i = 0; i < local_ranks_.size(); ++i) {
       std::memcpy(outgoing + kHeaderBytes + i * bytes, requests_[i].in, bytes);
+    }
+  } else if (request.kind == CollectiveRequest::kPermute && sources_inlined()) {
+    for (size_t i = 0; i < local_ranks_.size(); ++i) {
+      const int32_t src = requests_[i].src;
+      std::memcpy(outgoing + kHeaderBytes + i * sizeof(src), &src, sizeof(src));
     }
   }
   try {
@@ -334,6 +340,10 @@ void CrossProcessExchange::work(Cancel& cancel) {
     }
     return compute(ins);
   }
+  const bool routable = first.kind == CollectiveRequest::kAllToAll ||
+                        first.kind == CollectiveRequest::kReduceScatter ||
+                        (first.kind == CollectiveRequest::kPermute && sources_inlined());
+  if (bytes > 0 && routable) return routed(bytes, cancel);
 
   // Everyone's inputs, this process's read in place, the others' gathered over Gloo.
   std::vector<size_t> counts;
@@ -370,6 +380,171 @@ bool CrossProcessExchange::inlined(int64_t bytes) const {
     if (static_cast<int64_t>(ranks.size()) * bytes > kInlineBytes) return false;
   }
   return true;
+}
+
+bool CrossProcessExchange::sources_inlined() const {
+  for (const std::vector<int>& ranks : process_ranks_) {
+    if (static_cast<int64_t>(ranks.size() * sizeof(int32_t)) > kInlineBytes) return false;
+  }
+  return true;
+}
+
+void CrossProcessExchange::routed(int64_t bytes, Cancel& cancel) {
+  if (requests_[0].kind == CollectiveRequest::kPermute) return routed_permute(bytes, cancel);
+  const CollectiveRequest& first = requests_[0];
+  const int processes = context_->size, me = context_->rank;
+  const int size = static_cast<int>(members_.size());
+  const int64_t mine = static_cast<int64_t>(local_ranks_.size());
+  // Both are rows of a member's input, row (o, m) going to member m: all_to_all's chunks (one
+  // outer row) and reduce_scatter's blocks. Process p sends q, for each of its ranks r, each o
+  // and each rank m of q, row (o, m) of r's input.
+  const bool scatter = first.kind == CollectiveRequest::kReduceScatter;
+  const int64_t outer = scatter ? first.a : 1;
+  const int64_t row = scatter ? first.b * itemsize(first.dtype) : first.a;
+  std::vector<int64_t> out_bytes(processes, 0), in_bytes(processes, 0);
+  for (int q = 0; q < processes; ++q) {
+    if (q == me) continue;
+    const int64_t theirs = static_cast<int64_t>(process_ranks_[q].size());
+    out_bytes[q] = mine * outer * theirs * row;
+    in_bytes[q] = theirs * outer * mine * row;
+  }
+  staging_.resize(std::accumulate(out_bytes.begin(), out_bytes.end(), int64_t{0}));
+  char* put = staging_.data();
+  for (int q = 0; q < processes; ++q) {
+    for (int64_t i = 0; q != me && i < mine; ++i) {
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int m : process_ranks_[q]) {
+          std::memcpy(put, static_cast<const char*>(requests_[i].in) + (o * size + m) * row, row);
+          put += row;
+        }
+      }
+    }
+  }
+  send_and_receive(out_bytes, in_bytes, cancel);
+  std::vector<const char*> region = regions(in_bytes);
+  std::vector<int> process_of_rank(size), index_in_process(size);
+  for (int p = 0; p < processes; ++p) {
+    for (size_t j = 0; j < process_ranks_[p].size(); ++j) {
+      process_of_rank[process_ranks_[p][j]] = p;
+      index_in_process[process_ranks_[p][j]] = static_cast<int>(j);
+    }
+  }
+  // Row (o, m) of member q's input, for this process's member i (rank m).
+  auto row_of = [&](int q, int64_t o, int64_t i) {
+    const int p = process_of_rank[q];
+    if (p == me) {
+      return static_cast<const char*>(requests_[local_index_[q]].in) +
+             (o * size + local_ranks_[i]) * row;
+    }
+    return region[p] + ((index_in_process[q] * outer + o) * mine + i) * row;
+  };
+  std::vector<const void*> rows(size);
+  for (int64_t i = 0; i < mine; ++i) {
+    char* dst = static_cast<char*>(requests_[i].out);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int q = 0; q < size; ++q) rows[q] = row_of(q, o, i);
+      if (scatter) {
+        fold(first.op, first.dtype, rows, dst + o * row, first.b);
+        continue;
+      }
+      for (int q = 0; q < size; ++q) std::memcpy(dst + q * row, rows[q], row);
+    }
+  }
+}
+
+void CrossProcessExchange::routed_permute(int64_t bytes, Cancel& cancel) {
+  const int processes = context_->size, me = context_->rank;
+  // Every member's source, from the envelopes.
+  std::vector<int32_t> src(members_.size(), -1);
+  for (int p = 0; p < processes; ++p) {
+    const char* payload = envelope(p) + kHeaderBytes;
+    for (size_t i = 0; i < process_ranks_[p].size(); ++i) {
+      std::memcpy(&src[process_ranks_[p][i]], payload + i * sizeof(int32_t), sizeof(int32_t));
+    }
+  }
+  // The ranks of process `from` whose inputs a member of process `to` reads, in rank order.
+  auto read_by = [&](int from, int to) {
+    std::vector<int> ranks;
+    for (int r : process_ranks_[from]) {
+      bool needed = false;
+      for (int m : process_ranks_[to]) needed = needed || src[m] == r;
+      if (needed) ranks.push_back(r);
+    }
+    return ranks;
+  };
+  std::vector<int64_t> out_bytes(processes, 0), in_bytes(processes, 0);
+  std::vector<std::vector<int>> given(processes), needed(processes);
+  for (int q = 0; q < processes; ++q) {
+    if (q == me) continue;
+    given[q] = read_by(me, q);
+    needed[q] = read_by(q, me);
+    out_bytes[q] = static_cast<int64_t>(given[q].size()) * bytes;
+    in_bytes[q] = static_cast<int64_t>(needed[q].size()) * bytes;
+  }
+  staging_.resize(std::accumulate(out_bytes.begin(), out_bytes.end(), int64_t{0}));
+  char* put = staging_.data();
+  for (int q = 0; q < processes; ++q) {
+    for (int r : given[q]) {
+      std::memcpy(put, requests_[local_index_[r]].in, bytes);
+      put += bytes;
+    }
+  }
+  send_and_receive(out_bytes, in_bytes, cancel);
+  std::vector<const char*> region = regions(in_bytes);
+  std::vector<const void*> ins(members_.size(), nullptr);
+  for (int r : local_ranks_) ins[r] = requests_[local_index_[r]].in;
+  for (int p = 0; p < processes; ++p) {
+    for (size_t j = 0; j < needed[p].size(); ++j) ins[needed[p][j]] = region[p] + j * bytes;
+  }
+  compute(ins);
+}
+
+std::vector<const char*> CrossProcessExchange::regions(const std::vector<int64_t>& in) const {
+  std::vector<const char*> region(in.size());
+  const char* at = gathered_.data();
+  for (size_t p = 0; p < in.size(); ++p) {
+    region[p] = at;
+    at += in[p];
+  }
+  return region;
+}
+
+void CrossProcessExchange::send_and_receive(const std::vector<int64_t>& out,
+                                            const std::vector<int64_t>& in, Cancel& cancel) {
+  int64_t total_in = 0;
+  for (int64_t b : in) total_in += b;
+  gathered_.resize(total_in);
+  // Every process calls nextSlot as often, in the same order: the slots agree.
+  const uint64_t slot = context_->nextSlot();
+  std::unique_ptr<gloo::transport::UnboundBuffer> sending, receiving;
+  if (!staging_.empty()) sending = context_->createUnboundBuffer(staging_.data(), staging_.size());
+  if (!gathered_.empty()) {
+    receiving = context_->createUnboundBuffer(gathered_.data(), gathered_.size());
+  }
+  int sends = 0, receives = 0;
+  try {
+    int64_t sent = 0, received = 0;
+    for (int p = 0; p < context_->size; ++p) {
+      if (in[p] > 0) {
+        receiving->recv(p, slot, received, in[p]);
+        received += in[p];
+        ++receives;
+      }
+      if (out[p] > 0) {
+        sending->send(p, slot, sent, out[p]);
+        sent += out[p];
+        ++sends;
+      }
+    }
+    for (int k = 0; k < receives; ++k) {
+      if (!receiving->waitRecv(time_left(cancel))) cancel.throw_aborted();
+    }
+    for (int k = 0; k < sends; ++k) {
+      if (!sending->waitSend(time_left(cancel))) cancel.throw_aborted();
+    }
+  } catch (const gloo::Exception& e) {
+    gloo_failed(e, describe(header_of(requests_[0], 0, 0, 0)).c_str(), cancel);
+  }
 }
 
 void CrossProcessExchange::chained_all_reduce(Cancel& cancel) {

@@ -70,8 +70,20 @@ class CrossProcessExchange {
   // Exchanges the envelopes (header, and this process's inputs of `bytes` per member when they
   // fit), and raises CollectiveMismatch when the headers differ.
   void exchange_envelopes(const CollectiveRequest& request, int64_t bytes, Cancel& cancel);
-  // Whether every process's inputs of `bytes` per member came in the envelopes.
+  // Whether every process's inputs of `bytes` per member travel in the envelopes.
   bool inlined(int64_t bytes) const;
+  // Whether every process's permute sources fit in the envelopes (for a routed permute).
+  bool sources_inlined() const;
+  // all_to_all, reduce_scatter and permute of inputs too large for the envelopes: each process
+  // sends every other only the blocks its members read (instead of gathering every input).
+  void routed(int64_t bytes, Cancel& cancel);
+  void routed_permute(int64_t bytes, Cancel& cancel);
+  // Where each process's blocks begin in gathered_, received back to back (this process: none).
+  std::vector<const char*> regions(const std::vector<int64_t>& in) const;
+  // Sends to and receives from each other process the sizes given (by Gloo rank; staging_ holds
+  // what goes out back to back, gathered_ receives back to back).
+  void send_and_receive(const std::vector<int64_t>& out, const std::vector<int64_t>& in,
+                        Cancel& cancel);
   char* envelope(int process) { return envelopes_.data() + process * kEnvelopeBytes; }
   void compute(const std::vector<const void*>& ins);
   void chained_all_reduce(Cancel& cancel);
