@@ -7,6 +7,7 @@
 // finding the communicator for the psum.
 //
 //   build/bench/dispatch_bench [--reps=7] [--quick]
+//   build/bench/dispatch_bench --only=2          the table's row of 2 devices only
 //   build/bench/dispatch_bench --calls=N --column=0..3 [--devices=1]
 //     makes N calls of one column's function and prints nothing: what
 //     bench/dispatch_instructions.sh runs under callgrind to count instructions per call, a figure
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   const int64_t fixed_calls = std::stoll(flag(argc, argv, "calls", "0"));
   const int fixed_column = std::stoi(flag(argc, argv, "column", "0"));
   const int fixed_devices = std::stoi(flag(argc, argv, "devices", "1"));
+  const int only = std::stoi(flag(argc, argv, "only", "0"));
   initialize({.cpu_devices = 8});
   if (fixed_calls == 0) {
     fmt::print("spmd dispatch benchmark: {} cores, median (min) µs per call over {} reps\n",
@@ -32,7 +34,9 @@ int main(int argc, char** argv) {
         "| devices | identity body | empty body | psum of 64 B | psum of 64 B, new mesh |\n"
         "|---|---|---|---|---|\n");
   }
-  for (int n : fixed_calls > 0 ? std::vector<int>{fixed_devices} : std::vector<int>{1, 2, 4, 8}) {
+  std::vector<int> counts{1, 2, 4, 8};
+  if (fixed_calls > 0 || only > 0) counts = {fixed_calls > 0 ? fixed_devices : only};
+  for (int n : counts) {
     Mesh mesh = make_mesh({n}, {"i"});
     Array x = arange(2 * n);
     Array y = arange(16 * n, DType::kFloat32);
