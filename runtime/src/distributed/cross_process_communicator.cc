@@ -176,7 +176,13 @@ CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
   std::map<int, std::vector<int>> by_process;
   for (int r = 0; r < size; ++r) by_process[members_[r].process_index].push_back(r);
   const int me = context_ ? context_->rank : 0;
+  owner_of_.resize(size);
+  index_in_owner_.resize(size);
   for (const auto& [process, ranks] : by_process) {
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      owner_of_[ranks[j]] = static_cast<int>(process_of_.size());
+      index_in_owner_[ranks[j]] = static_cast<int>(j);
+    }
     process_of_.push_back(process);
     process_ranks_.push_back(ranks);
   }
@@ -422,21 +428,14 @@ void CrossProcessExchange::routed(int64_t bytes, Cancel& cancel) {
   }
   send_and_receive(out_bytes, in_bytes, cancel);
   std::vector<const char*> region = regions(in_bytes);
-  std::vector<int> process_of_rank(size), index_in_process(size);
-  for (int p = 0; p < processes; ++p) {
-    for (size_t j = 0; j < process_ranks_[p].size(); ++j) {
-      process_of_rank[process_ranks_[p][j]] = p;
-      index_in_process[process_ranks_[p][j]] = static_cast<int>(j);
-    }
-  }
   // Row (o, m) of member q's input, for this process's member i (rank m).
   auto row_of = [&](int q, int64_t o, int64_t i) {
-    const int p = process_of_rank[q];
+    const int p = owner_of_[q];
     if (p == me) {
       return static_cast<const char*>(requests_[local_index_[q]].in) +
              (o * size + local_ranks_[i]) * row;
     }
-    return region[p] + ((index_in_process[q] * outer + o) * mine + i) * row;
+    return region[p] + ((index_in_owner_[q] * outer + o) * mine + i) * row;
   };
   std::vector<const void*> rows(size);
   for (int64_t i = 0; i < mine; ++i) {

@@ -95,6 +95,8 @@ class CrossProcessExchange {
   std::vector<int> local_index_;                 // rank -> index in local_ranks_, or -1
   std::vector<std::vector<int>> process_ranks_;  // Gloo rank -> the ranks it owns, ascending
   std::vector<int> process_of_;                  // Gloo rank -> process index
+  std::vector<int> owner_of_;                    // rank -> the Gloo rank that owns it
+  std::vector<int> index_in_owner_;              // rank -> its index in process_ranks_[owner]
   bool chainable_ = false;                     // each process's ranks follow the previous process's
   static constexpr int64_t kHeaderBytes = 64;  // an envelope's header part; its inputs follow
   static constexpr int64_t kEnvelopeBytes = kHeaderBytes + kInlineBytes;
