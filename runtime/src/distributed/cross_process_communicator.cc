@@ -346,10 +346,13 @@ void CrossProcessExchange::work(Cancel& cancel) {
     }
     return compute(ins);
   }
-  const bool routable = first.kind == CollectiveRequest::kAllToAll ||
-                        first.kind == CollectiveRequest::kReduceScatter ||
-                        (first.kind == CollectiveRequest::kPermute && sources_inlined());
-  if (bytes > 0 && routable) return routed(bytes, cancel);
+  if (bytes > 0 && first.kind == CollectiveRequest::kPermute && sources_inlined()) {
+    return routed_permute(bytes, cancel);
+  }
+  if (bytes > 0 && (first.kind == CollectiveRequest::kAllToAll ||
+                    first.kind == CollectiveRequest::kReduceScatter)) {
+    return routed_rows(cancel);
+  }
 
   // Everyone's inputs, this process's read in place, the others' gathered over Gloo.
   std::vector<size_t> counts;
@@ -395,8 +398,7 @@ bool CrossProcessExchange::sources_inlined() const {
   return true;
 }
 
-void CrossProcessExchange::routed(int64_t bytes, Cancel& cancel) {
-  if (requests_[0].kind == CollectiveRequest::kPermute) return routed_permute(bytes, cancel);
+void CrossProcessExchange::routed_rows(Cancel& cancel) {
   const CollectiveRequest& first = requests_[0];
   const int processes = context_->size, me = context_->rank;
   const int size = static_cast<int>(members_.size());

@@ -74,9 +74,9 @@ class CrossProcessExchange {
   bool inlined(int64_t bytes) const;
   // Whether every process's permute sources fit in the envelopes (for a routed permute).
   bool sources_inlined() const;
-  // all_to_all, reduce_scatter and permute of inputs too large for the envelopes: each process
-  // sends every other only the blocks its members read (instead of gathering every input).
-  void routed(int64_t bytes, Cancel& cancel);
+  // all_to_all, reduce_scatter (rows) and permute of inputs too large for the envelopes: each
+  // process sends every other only the blocks its members read (instead of gathering every input).
+  void routed_rows(Cancel& cancel);
   void routed_permute(int64_t bytes, Cancel& cancel);
   // Where each process's blocks begin in gathered_, received back to back (this process: none).
   std::vector<const char*> regions(const std::vector<int64_t>& in) const;
