@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <typeindex>
+#include <unordered_map>
 
 #include "array_impl.h"
 #include "checks.h"
@@ -508,12 +511,21 @@ PartitionSpec axis_spec(std::optional<int> axis, const std::string& name) {
 }
 
 std::string type_name(const std::type_info& type) {
+  // Demangling costs more than a whole call of a small mapped function, and a program that builds
+  // its mapped functions in a loop names the same few types again and again: each is demangled
+  // once. Never destroyed: a worker thread may name an exception during static destruction.
+  static std::mutex mu;
+  static auto* names = new std::unordered_map<std::type_index, std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = names->try_emplace(std::type_index(type));
+  if (!fresh) return it->second;
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(
       abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
   std::string name = status == 0 ? demangled.get() : type.name();
-  if (name.find("lambda") != std::string::npos) return "<lambda>";
-  if (name.find("(*)(") != std::string::npos) return "<function>";
+  if (name.find("lambda") != std::string::npos) name = "<lambda>";
+  if (name.find("(*)(") != std::string::npos) name = "<function>";
+  it->second = name;
   return name;
 }
 

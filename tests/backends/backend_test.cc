@@ -189,6 +189,28 @@ TEST(TestBackend, CommunicatorsOutliveCalls) {
   EXPECT_EQ(test_backend_handles_made() - before, 4);
 }
 
+TEST(TestBackend, CollectivesOverTheSameDevicesShareCommunicators) {
+  std::vector<Device> d = devices(kTestPlatform.name());
+  // A member set no other test uses: devices 1, 3, 5, 7 in that order. A call keeps the
+  // communicators of a collective's groups together with their layout for the next call over the
+  // same axes; another collective over the same devices takes them from there.
+  const std::vector<Device> members{d[1], d[3], d[5], d[7]};
+  auto line = [&] { return Mesh(members, {4}, {"i"}); };
+  auto square = shard_map(
+      [](const Array& b) {
+        return psum(b, {"a", "b"});
+      },
+      Mesh(members, {2, 2}, {"a", "b"}), P({"a", "b"}), P());
+  long before = test_backend_handles_made();
+  EXPECT_ARRAY_EQ(psum_on(line()), ints({12, 16}));
+  EXPECT_EQ(test_backend_handles_made() - before, 4);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_ARRAY_EQ(square(arange(8)), ints({12, 16}));
+    EXPECT_ARRAY_EQ(psum_on(line()), ints({12, 16}));
+  }
+  EXPECT_EQ(test_backend_handles_made() - before, 4);
+}
+
 TEST(TestBackend, AnAbortedCommunicatorIsNotReused) {
   std::vector<Device> d = devices(kTestPlatform.name());
   Mesh mesh({d[6], d[4], d[2], d[0]}, {4}, {"i"});

@@ -187,12 +187,19 @@ void CpuExchange::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count
   const bool oversubscribed = wait_policy(cancel.threads()).yields > 0;
   if (count * item <= (oversubscribed ? kLeaderMaxBytesOversubscribed : kLeaderMaxBytes)) {
     // The last member to arrive reduces once and fills every output before it releases the
-    // others: one synchronisation, and the least work and cache traffic of any scheme.
-    exchange(rank, in, out, keep, cancel, [&](const std::vector<Slot>& slots) {
+    // others: one synchronisation, and the least work and cache traffic of any scheme. (The work
+    // captures two pointers, so that its std::function needs no heap allocation.)
+    const struct {
+      ReduceKind op;
+      DType dtype;
+      int64_t count;
+    } job{op, dtype, count};
+    exchange(rank, in, out, keep, cancel, [this, &job](const std::vector<Slot>& slots) {
       Inputs ins(size_);
       for (int q = 0; q < size_; ++q) ins[q] = slots[q].in;
-      reduce_inputs(op, dtype, ins.data(), size_, slots[0].out, 0, count);
-      for (int q = 1; q < size_; ++q) std::memcpy(slots[q].out, slots[0].out, count * item);
+      reduce_inputs(job.op, job.dtype, ins.data(), size_, slots[0].out, 0, job.count);
+      const int64_t bytes = job.count * itemsize(job.dtype);
+      for (int q = 1; q < size_; ++q) std::memcpy(slots[q].out, slots[0].out, bytes);
     });
     return;
   }

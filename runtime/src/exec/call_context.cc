@@ -25,13 +25,6 @@ class CallAborted : public Error {
   using Error::Error;
 };
 
-int64_t mixed_radix(const Mesh& mesh, const std::vector<int64_t>& coords,
-                    const std::vector<int>& axes) {
-  int64_t index = 0;
-  for (int a : axes) index = index * mesh.axis_sizes()[a] + coords[a];
-  return index;
-}
-
 }  // namespace
 
 DeviceContext* current_device_context() { return tls_device_context; }
@@ -43,48 +36,6 @@ DeviceScope::DeviceScope(DeviceContext* ctx)
 DeviceScope::~DeviceScope() {
   tls_device_context = previous_;
   swap_vmap_frame(previous_frame_);
-}
-
-GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key) {
-  std::vector<int> others;
-  for (int a = 0; a < mesh.ndim(); ++a) {
-    bool named = false;
-    for (int k : key.axes) named = named || k == a;
-    if (!named) others.push_back(a);
-  }
-  int64_t group_size = 1;
-  for (int a : key.axes) group_size *= mesh.axis_sizes()[a];
-  int64_t slices = mesh.size() / group_size;
-
-  const int64_t subgroups = key.groups.empty() ? 1 : static_cast<int64_t>(key.groups.size());
-  std::vector<int> sub_of(group_size, 0), rank_in_sub(group_size, 0);
-  for (int64_t g = 0; g < static_cast<int64_t>(key.groups.size()); ++g) {
-    for (size_t r = 0; r < key.groups[g].size(); ++r) {
-      sub_of[key.groups[g][r]] = static_cast<int>(g);
-      rank_in_sub[key.groups[g][r]] = static_cast<int>(r);
-    }
-  }
-  if (key.groups.empty()) {
-    for (int64_t p = 0; p < group_size; ++p) rank_in_sub[p] = static_cast<int>(p);
-  }
-
-  GroupLayout layout;
-  layout.group_of.resize(mesh.size());
-  layout.rank_of.resize(mesh.size());
-  layout.members.resize(slices * subgroups);
-  for (int64_t g = 0; g < slices * subgroups; ++g) {
-    size_t size = key.groups.empty() ? group_size : key.groups[g % subgroups].size();
-    layout.members[g].resize(size);
-  }
-  for (int64_t d = 0; d < mesh.size(); ++d) {
-    std::vector<int64_t> c = mesh.coords(d);
-    int64_t pos = mixed_radix(mesh, c, key.axes);
-    int64_t group = mixed_radix(mesh, c, others) * subgroups + sub_of[pos];
-    layout.group_of[d] = static_cast<int>(group);
-    layout.rank_of[d] = rank_in_sub[pos];
-    layout.members[group][rank_in_sub[pos]] = static_cast<int>(d);
-  }
-  return layout;
 }
 
 CallContext::CallContext(CallSpec spec)
@@ -120,10 +71,8 @@ void CallContext::return_communicators() {
 
 void CallContext::give_back_communicators() {
   CommunicatorPool& pool = CommunicatorPool::instance();
-  for (auto& [key, groups] : groups_) {
-    for (std::unique_ptr<CommunicatorSet>& set : groups->sets) {
-      if (set) pool.give_back(std::move(set), !aborted());
-    }
+  for (std::unique_ptr<MeshGroups>& groups : groups_) {
+    if (groups) pool.give_back(std::move(groups), !aborted());
   }
 }
 
@@ -222,6 +171,9 @@ int64_t CallContext::mesh_position(const Device& device) const {
 }
 
 std::exception_ptr CallContext::take_error() {
+  // Only abort() records an error, and it marks the call aborted: a call that did not abort
+  // skips the lock.
+  if (!aborted()) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(error_, nullptr);
 }
@@ -248,10 +200,9 @@ void CallContext::abort(AbortKind kind, std::exception_ptr error, const std::str
       error_ = std::move(error);
     }
     aborted_.store(true, std::memory_order_release);
-    for (auto& [key, groups] : groups_) {
-      for (const std::unique_ptr<CommunicatorSet>& set : groups->sets) {
-        if (set) set->abort();
-      }
+    for (const std::unique_ptr<MeshGroups>& groups : groups_) {
+      if (!groups) continue;
+      for (const std::unique_ptr<CommunicatorSet>& set : groups->sets) set->abort();
     }
   }
   if (first && listener_.aborted != nullptr) listener_.aborted(listener_.arg);
@@ -346,20 +297,21 @@ Communicator& CallContext::enter(int rank, const OpSignature& sig, const std::ve
   std::string mismatch = check_->enter(rank, seq, sig, ctx->signature_hash);
   if (aborted()) throw_aborted();
   if (!mismatch.empty()) abort_mismatch(mismatch, ctx->device);
-  for (const DeviceContext::CachedGroup& c : ctx->cache) {
-    if (c.key.axes == axes && c.key.groups == groups_given) {
+  for (int i = 0; i < ctx->cached; ++i) {
+    const DeviceContext::CachedGroup& c = ctx->cache[i];
+    if (c.key->axes == axes && c.key->groups == groups_given) {
       ctx->members = c.members;
       ctx->group_rank = c.rank;
       return *c.comm;
     }
   }
-  GroupKey key{axes, groups_given};
-  Groups& g = groups(key);
+  MeshGroups& g = groups(axes, groups_given);
   int group = g.layout.group_of[rank];
   ctx->members = &g.layout.members[group];
   ctx->group_rank = g.layout.rank_of[rank];
   Communicator& comm = g.sets[group]->handle(ctx->group_rank, *this);
-  ctx->cache.push_back({std::move(key), ctx->members, ctx->group_rank, &comm});
+  if (ctx->cached < DeviceContext::kCached) ++ctx->cached;
+  ctx->cache[ctx->cached - 1] = {&g.key, ctx->members, ctx->group_rank, &comm};
   return comm;
 }
 
@@ -382,33 +334,37 @@ void CallContext::finish(int rank) {
   }
 }
 
-CallContext::Groups& CallContext::groups(const GroupKey& key) {
+MeshGroups& CallContext::groups(const std::vector<int>& axes, const AxisIndexGroups& groups_given) {
   std::lock_guard<std::mutex> lock(mu_);
   borrowed_.store(true, std::memory_order_release);
-  std::unique_ptr<Groups>& slot = groups_[key];
-  if (slot) return *slot;
-  auto made = std::make_unique<Groups>();
-  made->layout = make_group_layout(spec_.mesh, key);
-  std::vector<std::vector<Device>> group_devices;
-  for (const std::vector<int>& members : made->layout.members) {
-    std::vector<Device>& devices = group_devices.emplace_back();
-    for (int m : members) devices.push_back(spec_.mesh.devices()[m]);
-    for (const Device& d : devices) {
-      if (d.platform == devices[0].platform) continue;
-      groups_.erase(key);
+  for (const std::unique_ptr<MeshGroups>& g : groups_) {
+    if (g && g->key.axes == axes && g->key.groups == groups_given) return *g;
+  }
+  GroupKey key{axes, groups_given};
+  check_one_platform(key);
+  std::unique_ptr<MeshGroups>& g =
+      groups_.emplace_back(CommunicatorPool::instance().acquire(spec_.mesh, key));
+  if (aborted()) {
+    for (const std::unique_ptr<CommunicatorSet>& set : g->sets) set->abort();
+  }
+  return *g;
+}
+
+void CallContext::check_one_platform(const GroupKey& key) const {
+  const std::vector<Device>& all = spec_.mesh.devices();
+  auto same = [&](const Device& d) { return d.platform == all[0].platform; };
+  if (std::all_of(all.begin(), all.end(), same)) return;
+  for (const std::vector<int>& members : make_group_layout(spec_.mesh, key).members) {
+    const Device& first = all[members[0]];
+    for (int m : members) {
+      if (all[m].platform == first.platform) continue;
       throw ValueError(fmt::format(
           "a collective of '{}' runs over {} and {}, devices of two platforms; a collective runs "
           "over the devices of one backend. Build the mesh from one platform's devices "
           "(spmd::devices(\"{}\")).",
-          fun_name(), devices[0].str(), d.str(), devices[0].platform.name()));
+          fun_name(), first.str(), all[m].str(), first.platform.name()));
     }
   }
-  for (const std::vector<Device>& devices : group_devices) {
-    made->sets.push_back(CommunicatorPool::instance().acquire(devices));
-    if (aborted()) made->sets.back()->abort();
-  }
-  slot = std::move(made);
-  return *slot;
 }
 
 Cancel::Clock::time_point CallContext::deadline() {

@@ -18,7 +18,6 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,25 +37,6 @@ namespace spmd::internal {
 // the discovery of a nested pmap axis). CallContext::fail hands them to the caller unchanged. Not
 // derived from std::exception, so that user code catching std::exception does not swallow them.
 struct ControlFlow {};
-
-// Which devices form the groups of a collective over some axes (and axis_index_groups).
-struct GroupKey {
-  std::vector<int> axes;  // mesh axis indices in the caller's order
-  AxisIndexGroups groups;
-  bool operator<(const GroupKey& o) const {
-    return axes != o.axes ? axes < o.axes : groups < o.groups;
-  }
-  bool operator==(const GroupKey& o) const = default;
-};
-
-struct GroupLayout {
-  std::vector<int> group_of;              // mesh position -> group id
-  std::vector<int> rank_of;               // mesh position -> rank inside its group
-  std::vector<std::vector<int>> members;  // group id -> mesh positions in rank order
-};
-
-// The groups of `key` on `mesh`; `key.groups` must already be validated.
-GroupLayout make_group_layout(const Mesh& mesh, const GroupKey& key);
 
 // What a mapped call is: its mesh, what its bodies may do, and how it reports.
 struct CallSpec {
@@ -162,12 +142,6 @@ class CallContext final : public Cancel {
   enum class AbortKind { kNone, kDeviceError, kMismatch, kTimeout, kUnavailable };
   // kRunning: spmd's own code (finite; never abandoned); kUser: the user's function.
   enum Phase : uint8_t { kQueued, kRunning, kUser, kDone, kSkipped };
-  // The communicator sets of one GroupKey (one per group), borrowed from the pool.
-  struct Groups {
-    GroupLayout layout;
-    std::vector<std::unique_ptr<CommunicatorSet>> sets;
-  };
-
   // Records the first abort (its kind, error, message and the device it is attributed to) and
   // aborts every communicator. A device error of a device earlier in the mesh replaces a recorded
   // device error.
@@ -176,7 +150,11 @@ class CallContext final : public Cancel {
   int64_t mesh_position(const Device& device) const;
   [[noreturn]] void abort_mismatch(const std::string& message, const Device& device);
   [[noreturn]] void throw_timeout(DeviceContext& ctx, const std::vector<int>& missing);
-  Groups& groups(const GroupKey& key);
+  // The groups of a collective over `axes` split into `groups_given`, borrowed from the pool on
+  // the call's first use.
+  MeshGroups& groups(const std::vector<int>& axes, const AxisIndexGroups& groups_given);
+  // ValueError when a group of `key` holds devices of two platforms.
+  void check_one_platform(const GroupKey& key) const;
   // Hands every communicator set still held to the pool (healthy unless the call aborted). Holds
   // mu_.
   void give_back_communicators();
@@ -202,8 +180,8 @@ class CallContext final : public Cancel {
   Device abort_device_;
   Clock::time_point abort_time_;
   std::exception_ptr error_;
-  std::vector<char> blamed_;  // the devices a timeout named as not arriving
-  std::map<GroupKey, std::unique_ptr<Groups>> groups_;
+  std::vector<char> blamed_;                         // the devices a timeout named as not arriving
+  std::vector<std::unique_ptr<MeshGroups>> groups_;  // null once given back
 };
 
 // The state of the device body running on this thread.
@@ -224,14 +202,17 @@ struct DeviceContext {
   int user_depth = 0;         // 0, 1 body called, 2 in user code (call_body)
   uint64_t deadline_for = 0;  // the collective `deadline` belongs to
   Cancel::Clock::time_point deadline;
-  // Communicators already looked up by this device (avoids the call's mutex on every collective).
+  // Communicators already looked up by this device (avoids the call's mutex on every collective):
+  // the first kCached kinds of groups, then the latest in the last slot.
   struct CachedGroup {
-    GroupKey key;
+    const GroupKey* key;  // in the call's MeshGroups
     const std::vector<int>* members;
     int rank;
     Communicator* comm;
   };
-  std::vector<CachedGroup> cache;
+  static constexpr int kCached = 4;
+  CachedGroup cache[kCached];
+  int cached = 0;
 };
 
 // The context of the body running on this thread, or null outside mapped bodies.
