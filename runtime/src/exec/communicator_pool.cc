@@ -121,7 +121,7 @@ std::unique_ptr<CommunicatorSet> CommunicatorPool::acquire(const std::vector<Dev
     if (std::unique_ptr<CommunicatorSet> set = take_idle(key)) return set;
     // Idle groups hold their sets: rather than make a second communicator over these devices,
     // take theirs (those groups fall apart into single sets, rebuilt as groups when next used).
-    if (dissolve_groups_holding(members)) return take_idle(key);
+    if (std::unique_ptr<CommunicatorSet> set = take_from_groups(members)) return set;
   }
   return std::make_unique<CommunicatorSet>(members);
 }
@@ -135,32 +135,28 @@ std::unique_ptr<CommunicatorSet> CommunicatorPool::take_idle(const Key& key) {
   return set;
 }
 
-bool CommunicatorPool::dissolve_groups_holding(const std::vector<Device>& members) {
+std::unique_ptr<CommunicatorSet> CommunicatorPool::take_from_groups(
+    const std::vector<Device>& members) {
+  auto over_members = [&](const std::unique_ptr<CommunicatorSet>& s) {
+    return s->members() == members;
+  };
   for (auto it = idle_groups_.begin(); it != idle_groups_.end(); ++it) {
     std::vector<std::unique_ptr<MeshGroups>>& idle = it->second;
-    for (size_t g = 0; g < idle.size(); ++g) {
-      const auto& sets = idle[g]->sets;
-      auto holds = [&](const std::unique_ptr<CommunicatorSet>& s) {
-        return s->members() == members;
-      };
-      if (std::none_of(sets.begin(), sets.end(), holds)) continue;
-      std::unique_ptr<MeshGroups> found = std::move(idle[g]);
-      idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(g));
+    for (auto g = idle.begin(); g != idle.end(); ++g) {
+      std::vector<std::unique_ptr<CommunicatorSet>>& sets = (*g)->sets;
+      auto found = std::find_if(sets.begin(), sets.end(), over_members);
+      if (found == sets.end()) continue;
+      std::unique_ptr<CommunicatorSet> set = std::move(*found);
+      for (std::unique_ptr<CommunicatorSet>& other : sets) {
+        if (other) keep(std::move(other));
+      }
+      idle.erase(g);
       if (idle.empty()) idle_groups_.erase(it);
       --idle_groups_count_;
-      // Past kMaxIdle single sets, the one asked for is still kept.
-      for (std::unique_ptr<CommunicatorSet>& set : found->sets) {
-        if (set->members() == members) {
-          idle_[key_of(members)].push_back(std::move(set));
-          ++idle_count_;
-        } else {
-          keep(std::move(set));
-        }
-      }
-      return true;
+      return set;
     }
   }
-  return false;
+  return nullptr;
 }
 
 void CommunicatorPool::give_back(std::unique_ptr<CommunicatorSet> set, bool healthy) {

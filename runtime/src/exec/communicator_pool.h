@@ -103,9 +103,9 @@ class CommunicatorPool {
   void keep(std::unique_ptr<CommunicatorSet> set);
   // An idle set over `key`'s members, or null. Holds mu_.
   std::unique_ptr<CommunicatorSet> take_idle(const Key& key);
-  // Breaks up an idle MeshGroups that holds a set over `members` into single idle sets; false if
-  // none does. Holds mu_.
-  bool dissolve_groups_holding(const std::vector<Device>& members);
+  // The set over `members` of an idle MeshGroups, whose other sets become single idle sets; null
+  // if no idle groups hold one. Holds mu_.
+  std::unique_ptr<CommunicatorSet> take_from_groups(const std::vector<Device>& members);
 
   std::mutex mu_;
   std::map<Key, std::vector<std::unique_ptr<CommunicatorSet>>> idle_;
