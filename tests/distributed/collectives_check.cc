@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,12 +49,15 @@ struct Case {
 };
 
 // shard_map over `mesh` with x split along dimension 0 over every axis and each device's result
-// concatenated the same way, so that every device's output is checked.
-Array per_device(const Mesh& mesh, const std::function<Array(const Array&)>& body, const Array& x) {
+// concatenated the same way, so that every device's output is checked. `timeout_s`: the call's
+// collective timeout, when not the run's.
+Array per_device(const Mesh& mesh, const std::function<Array(const Array&)>& body, const Array& x,
+                 std::optional<double> timeout_s = std::nullopt) {
   spmd::PartitionSpec all(
       std::vector<spmd::PartitionSpec::Entry>{spmd::PartitionSpec::Entry(mesh.axis_names())});
-  auto f = spmd::shard_map([&](const Array& b) { return body(b); }, mesh, all, all,
-                           {.check_vma = false, .name = "collectives_check"});
+  auto f = spmd::shard_map(
+      [&](const Array& b) { return body(b); }, mesh, all, all,
+      {.check_vma = false, .name = "collectives_check", .collective_timeout_s = timeout_s});
   return f(x);
 }
 
@@ -288,6 +292,22 @@ std::vector<Case> cases() {
                          return spmd::ppermute(b, "p", {{0, 1}});
                        },
                        data(20 * n, spmd::float32, 14));
+                 }});
+  // A call whose timeout is not the one the communicator's blocking connections were made with
+  // takes Gloo's asynchronous operations instead: the same bits.
+  for (int64_t per : {int64_t{3}, int64_t{70000}}) {
+    out.push_back({fmt::format("psum_f32_{}_flat_other_timeout", per), [=] {
+                     return per_device(
+                         flat, [](const Array& b) { return spmd::psum(b, "i"); },
+                         data(per * n, spmd::float32, 26), 123.0);
+                   }});
+  }
+  out.push_back({"ppermute_flat_reverse_3000_other_timeout", [=] {
+                   std::vector<std::pair<int, int>> perm;
+                   for (int k = 0; k < n; ++k) perm.push_back({k, n - 1 - k});
+                   return per_device(
+                       flat, [perm](const Array& b) { return spmd::ppermute(b, "i", perm); },
+                       data(3000 * n, spmd::float32, 27), 123.0);
                  }});
   out.push_back({"axis_index_psum_mixed", [=] {
                    return per_device(

@@ -5,6 +5,7 @@
 //   kill      process 1 dies by SIGKILL inside a body, while process 0 waits in the collective
 //   mismatch  process 1 runs psum over another shape than process 0
 //   skip      process 1's devices skip a collective that process 0's run
+//   stall     process 1 sleeps in a body past the collective timeout (2 s), alive and silent
 //   remote    a host read of a shard that lives in the other process
 //   pmap_size a legacy pmap whose mapped size is not this process's device count
 //   pmap_nest a nested pmap (compat shim) over the devices of both processes
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -60,6 +62,7 @@ int run(const std::string& mode) {
             const bool odd_one = me == 1 && step == 10;
             if (odd_one && mode == "kill") ::raise(SIGKILL);
             if (odd_one && mode == "skip") return b;
+            if (odd_one && mode == "stall") std::this_thread::sleep_for(std::chrono::seconds(6));
             if (odd_one && mode == "mismatch")
               return spmd::psum(b.reshape({2, -1}), "i").reshape({-1});
             return spmd::psum(b, "i");
@@ -91,7 +94,7 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fmt::print(stderr, "usage: faults kill|mismatch|skip|remote|pmap_size|pmap_nest\n");
+    fmt::print(stderr, "usage: faults kill|mismatch|skip|stall|remote|pmap_size|pmap_nest\n");
     return 2;
   }
   spmd::distributed::initialize();

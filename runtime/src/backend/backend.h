@@ -94,6 +94,9 @@ class Cancel {
   // 0 for a call inside one process). SPMD programs issue those calls in the same order in every
   // process, so communicators across processes compare it to catch a process that skipped one.
   virtual uint64_t cross_process_call() const { return 0; }
+  // The call's collective timeout, which deadline() counts from; zero when unknown. Communicators
+  // across processes compare it with the one their blocking sockets were made with.
+  virtual std::chrono::nanoseconds collective_timeout() const { return {}; }
   // What the calling device runs now, for the same comparison: a hash of the collective's
   // signature (op, axes, dtype, shape, parameters) and its description ("psum of f32[4] over
   // 'i'"); 0 and "" when unknown.

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
 #include <gloo/common/error.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -24,11 +23,24 @@ namespace {
 
 using Clock = Cancel::Clock;
 
-// All-reduces of at least this many bytes whose processes own consecutive ranks go through the
-// chain (CrossProcessExchange::chained_all_reduce), in chunks of kChainChunkBytes so that the
-// processes fold, send and receive at once.
-constexpr int64_t kChainMinBytes = 64 * 1024;
-constexpr int64_t kChainChunkBytes = 256 * 1024;
+// The slots of the buffers on the blocking connections: the envelopes', and those made for one
+// message (at most one per connection and direction at a time).
+constexpr int kEnvelopeSlot = 0;
+constexpr int kMessageSlot = 1;
+constexpr int kPartialSlot = 2;  // the chain's running values
+constexpr int kResultSlot = 3;   // the chain's result
+
+// Messages of up to this many bytes go over the blocking connections both ways at once: each
+// fits the sockets' buffers, so a write never waits for the peer's read.
+constexpr int64_t kBlockingMessageBytes = 64 * 1024;
+
+// The chain (CrossProcessExchange::chain) passes its values on in chunks of this many bytes, so
+// that the processes fold, send and receive at once; a process that passes running values on
+// reads the result of chunk c - kChainLag after it sent chunk c. Lock step bounds what waits
+// unread in a socket to kChainLag + 1 chunks, which its buffers hold: no write waits on a read
+// that waits on it.
+constexpr int64_t kChainChunkBytes = 64 * 1024;
+constexpr int64_t kChainLag = 1;
 
 // Where a fold starts and what it writes: the CPU backend's reduction order and element rules,
 // so that the bits match a single-process run. A fold over several processes passes its running
@@ -38,6 +50,9 @@ struct FoldSpan {
   int64_t begin = 0;              // first element, in ins, partial and out
   int64_t count = 0;
   bool out_partial = false;  // write compute-type values (to pass on), else storage values
+  // Storage values only: more outputs that get the same values, copied block by block while they
+  // are in cache (an all-reduce's other local members).
+  const std::vector<void*>* copies = nullptr;
 };
 
 // out[i] = ((start[i] op ins[k][i]) op ins[k+1][i]) ... for i in the span, start being partial[i]
@@ -65,6 +80,9 @@ void fold_typed(const std::vector<const void*>& ins, void* out, const FoldSpan& 
     } else {
       auto* dst = static_cast<StorageOf<T>*>(out) + b;
       for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
+      for (size_t k = 0; span.copies && k < span.copies->size(); ++k) {
+        std::memcpy(static_cast<StorageOf<T>*>((*span.copies)[k]) + b, dst, len * sizeof(dst[0]));
+      }
     }
   }
 }
@@ -86,9 +104,9 @@ void fold(ReduceKind op, DType dtype, const std::vector<const void*>& ins, void*
   }
 }
 
-void fold(ReduceKind op, DType dtype, const std::vector<const void*>& ins, void* out,
-          int64_t count) {
-  fold(op, dtype, ins, out, FoldSpan{.count = count});
+void fold(ReduceKind op, DType dtype, const std::vector<const void*>& ins, void* out, int64_t count,
+          const std::vector<void*>* copies = nullptr) {
+  fold(op, dtype, ins, out, FoldSpan{.count = count, .copies = copies});
 }
 
 // The size of the type a fold accumulates `dtype` in.
@@ -169,8 +187,13 @@ std::chrono::milliseconds time_left(Cancel& cancel) {
 }  // namespace
 
 CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
-                                           std::shared_ptr<gloo::Context> context)
-    : members_(std::move(members)), context_(std::move(context)) {
+                                           std::shared_ptr<gloo::Context> context,
+                                           std::shared_ptr<gloo::Context> blocking,
+                                           std::chrono::nanoseconds blocking_timeout)
+    : members_(std::move(members)),
+      context_(std::move(context)),
+      blocking_(std::move(blocking)),
+      blocking_timeout_(blocking_timeout) {
   const int size = static_cast<int>(members_.size());
   local_index_.assign(size, -1);
   std::map<int, std::vector<int>> by_process;
@@ -191,6 +214,18 @@ CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
     local_ranks_.push_back(r);
   }
   requests_.resize(local_ranks_.size());
+  const int processes = context_ ? context_->size : 1;
+  envelopes_.resize((processes + 1) * kEnvelopeBytes);  // never again: the buffers point into it
+  if (blocking_) {
+    envelope_out_.resize(processes);
+    envelope_in_.resize(processes);
+    for (int p = 0; p < processes; ++p) {
+      if (p == me) continue;
+      const std::unique_ptr<gloo::transport::Pair>& pair = blocking_->getPair(p);
+      envelope_out_[p] = pair->createSendBuffer(kEnvelopeSlot, envelope(processes), kEnvelopeBytes);
+      envelope_in_[p] = pair->createRecvBuffer(kEnvelopeSlot, envelope(p), kEnvelopeBytes);
+    }
+  }
   // The chain needs the fold order to visit the processes one after the other.
   int next = 0;
   chainable_ = true;
@@ -243,18 +278,28 @@ void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cance
 void CrossProcessExchange::gloo_failed(const std::exception& e, const char* what, Cancel& cancel) {
   if (cancel.aborted()) cancel.throw_aborted();
   const std::string text = e.what();
-  // Gloo's own deadline is the call's: past it, the call names who did not arrive (a deadline
-  // that moved later cannot resume a half-done Gloo operation: it ends as below).
-  if (text.find("imed out") != std::string::npos) cancel.deadline_passed();
   std::string processes;
   for (size_t p = 0; p < process_of_.size(); ++p) {
     if (static_cast<int>(p) == context_->rank) continue;
     processes += fmt::format("{}{}", processes.empty() ? "" : ", ", process_of_[p]);
   }
+  const char* plural = process_of_.size() > 2 ? "es" : "";
+  // Gloo's deadline is the call's (a deadline that moved later cannot resume a half-done Gloo
+  // operation): the other processes are alive, for their connections are open, but did not send.
+  if (text.find("imed out") != std::string::npos || text.find("timeout") != std::string::npos) {
+    throw CollectiveTimeout(fmt::format(
+        "the {} with process{} {} did not complete within {:g} s ({}): the other process{} did "
+        "not reach this collective in time, alive but busy or stuck (a long step, a collective "
+        "under process-dependent control flow). To change the deadline, set "
+        "SPMD_COLLECTIVE_TIMEOUT_S, InitOptions::collective_timeout_s or "
+        "ShardMapOptions::collective_timeout_s.",
+        what, plural, processes, std::chrono::duration<double>(cancel.collective_timeout()).count(),
+        text, plural));
+  }
   throw DistributedError(fmt::format(
       "the {} with process{} {} failed: {}. Another process of the run has died, exited or "
       "aborted this collective (the launcher, spmd-run, names the process that failed first).",
-      what, process_of_.size() > 2 ? "es" : "", processes, text));
+      what, plural, processes, text));
 }
 
 void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, int64_t bytes,
@@ -266,7 +311,6 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
   const Header mine = header_of(request, call_, ++in_call_, cancel.collective_hash());
   static_assert(sizeof(Header) <= kHeaderBytes);
   const int processes = context_->size;
-  envelopes_.resize((processes + 1) * kEnvelopeBytes);
   char* outgoing = envelope(processes);
   std::memcpy(outgoing, &mine, sizeof(mine));
   if (bytes > 0 && inlined(bytes)) {
@@ -279,15 +323,7 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
       std::memcpy(outgoing + kHeaderBytes + i * sizeof(src), &src, sizeof(src));
     }
   }
-  try {
-    gloo::AllgatherOptions opts(context_);
-    opts.setInput(outgoing, kEnvelopeBytes);
-    opts.setOutput(envelopes_.data(), processes * kEnvelopeBytes);
-    opts.setTimeout(time_left(cancel));
-    gloo::allgather(opts);
-  } catch (const gloo::Exception& e) {
-    gloo_failed(e, "exchange of collective headers", cancel);
-  }
+  send_envelopes(cancel);
   std::vector<Header> all(processes);
   for (int p = 0; p < processes; ++p) std::memcpy(&all[p], envelope(p), sizeof(Header));
   bool agree = true;
@@ -326,17 +362,50 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
       fmt::join(members_, ", "), ran));
 }
 
+void CrossProcessExchange::send_envelopes(Cancel& cancel) {
+  const int processes = context_->size;
+  try {
+    if (blocking_ && cancel.collective_timeout() == blocking_timeout_) {
+      // Each socket holds at most two envelopes (a process sends the next only after it received
+      // every process's current one), far below its buffers: the writes never wait on a read.
+      for (const auto& out : envelope_out_) {
+        if (out) out->send();
+      }
+      for (const auto& in : envelope_in_) {
+        if (in) in->waitRecv();
+      }
+      for (const auto& out : envelope_out_) {
+        if (out) out->waitSend();
+      }
+      // This process's own inputs and permute sources are read in place: its header is all that
+      // is needed.
+      std::memcpy(envelope(context_->rank), envelope(processes), kHeaderBytes);
+      return;
+    }
+    gloo::AllgatherOptions opts(context_);
+    opts.setInput(envelope(processes), kEnvelopeBytes);
+    opts.setOutput(envelopes_.data(), processes * kEnvelopeBytes);
+    opts.setTimeout(time_left(cancel));
+    gloo::allgather(opts);
+  } catch (const gloo::Exception& e) {
+    gloo_failed(e, "exchange of collective headers", cancel);
+  }
+}
+
 void CrossProcessExchange::work(Cancel& cancel) {
   const CollectiveRequest& first = requests_[0];
   const int size = static_cast<int>(members_.size());
   const int64_t bytes = input_bytes(first, size);
+  blocking_now_ = blocking_ && cancel.collective_timeout() == blocking_timeout_;
   exchange_envelopes(first, bytes, cancel);
   if (first.kind == CollectiveRequest::kBarrier) return;
-  if (first.kind == CollectiveRequest::kAllReduce && chainable_ && bytes >= kChainMinBytes) {
-    return chained_all_reduce(cancel);
+  const bool inline_data = bytes > 0 && inlined(bytes);
+  if (first.kind == CollectiveRequest::kAllReduce && chainable_ && blocking_now_ && bytes > 0 &&
+      !inline_data) {
+    return chain(cancel);
   }
   std::vector<const void*> ins(size);
-  if (bytes > 0 && inlined(bytes)) {
+  if (inline_data) {
     for (size_t p = 0; p < process_ranks_.size(); ++p) {
       const char* payload = envelope(static_cast<int>(p)) + kHeaderBytes;
       for (size_t i = 0; i < process_ranks_[p].size(); ++i) {
@@ -354,31 +423,26 @@ void CrossProcessExchange::work(Cancel& cancel) {
     return routed_rows(cancel);
   }
 
-  // Everyone's inputs, this process's read in place, the others' gathered over Gloo.
-  std::vector<size_t> counts;
-  for (const std::vector<int>& ranks : process_ranks_) counts.push_back(ranks.size() * bytes);
-  const size_t local_bytes = local_ranks_.size() * bytes;
+  // Everyone's inputs: this process's read in place, the others' received from each process.
+  const int processes = context_->size, me = context_->rank;
+  const int64_t local_bytes = static_cast<int64_t>(local_ranks_.size()) * bytes;
+  std::vector<int64_t> out_bytes(processes, 0), in_bytes(processes, 0);
+  for (int p = 0; p < processes; ++p) {
+    if (p == me) continue;
+    out_bytes[p] = local_bytes;
+    in_bytes[p] = static_cast<int64_t>(process_ranks_[p].size()) * bytes;
+  }
   staging_.resize(local_bytes);
-  gathered_.resize(static_cast<size_t>(size) * bytes);
   for (size_t i = 0; i < local_ranks_.size(); ++i) {
     if (bytes > 0) std::memcpy(staging_.data() + i * bytes, requests_[i].in, bytes);
   }
-  if (bytes > 0) {
-    try {
-      gloo::AllgathervOptions opts(context_);
-      opts.setInput(staging_.data(), local_bytes);
-      opts.setOutput(gathered_.data(), counts);
-      opts.setTimeout(time_left(cancel));
-      gloo::allgatherv(opts);
-    } catch (const gloo::Exception& e) {
-      gloo_failed(e, describe(header_of(first, 0, 0, 0)).c_str(), cancel);
-    }
-  }
-  size_t offset = 0;
-  for (const std::vector<int>& ranks : process_ranks_) {
-    for (int r : ranks) {
-      ins[r] = local_index_[r] >= 0 ? requests_[local_index_[r]].in : gathered_.data() + offset;
-      offset += bytes;
+  send_and_receive(std::vector<const char*>(processes, staging_.data()), out_bytes, in_bytes,
+                   cancel);
+  std::vector<const char*> region = back_to_back(gathered_.data(), in_bytes);
+  for (int p = 0; p < processes; ++p) {
+    for (size_t i = 0; i < process_ranks_[p].size(); ++i) {
+      const int r = process_ranks_[p][i];
+      ins[r] = p == me ? requests_[local_index_[r]].in : region[p] + i * bytes;
     }
   }
   compute(ins);
@@ -428,8 +492,8 @@ void CrossProcessExchange::routed_rows(Cancel& cancel) {
       }
     }
   }
-  send_and_receive(out_bytes, in_bytes, cancel);
-  std::vector<const char*> region = regions(in_bytes);
+  send_and_receive(back_to_back(staging_.data(), out_bytes), out_bytes, in_bytes, cancel);
+  std::vector<const char*> region = back_to_back(gathered_.data(), in_bytes);
   // Row (o, m) of member q's input, for this process's member i (rank m).
   auto row_of = [&](int q, int64_t o, int64_t i) {
     const int p = owner_of_[q];
@@ -460,7 +524,11 @@ void CrossProcessExchange::routed_permute(int64_t bytes, Cancel& cancel) {
   for (int p = 0; p < processes; ++p) {
     const char* payload = envelope(p) + kHeaderBytes;
     for (size_t i = 0; i < process_ranks_[p].size(); ++i) {
-      std::memcpy(&src[process_ranks_[p][i]], payload + i * sizeof(int32_t), sizeof(int32_t));
+      if (p == me) {
+        src[process_ranks_[p][i]] = requests_[i].src;
+      } else {
+        std::memcpy(&src[process_ranks_[p][i]], payload + i * sizeof(int32_t), sizeof(int32_t));
+      }
     }
   }
   // The ranks of process `from` whose inputs a member of process `to` reads, in rank order.
@@ -490,8 +558,8 @@ void CrossProcessExchange::routed_permute(int64_t bytes, Cancel& cancel) {
       put += bytes;
     }
   }
-  send_and_receive(out_bytes, in_bytes, cancel);
-  std::vector<const char*> region = regions(in_bytes);
+  send_and_receive(back_to_back(staging_.data(), out_bytes), out_bytes, in_bytes, cancel);
+  std::vector<const char*> region = back_to_back(gathered_.data(), in_bytes);
   std::vector<const void*> ins(members_.size(), nullptr);
   for (int r : local_ranks_) ins[r] = requests_[local_index_[r]].in;
   for (int p = 0; p < processes; ++p) {
@@ -500,108 +568,140 @@ void CrossProcessExchange::routed_permute(int64_t bytes, Cancel& cancel) {
   compute(ins);
 }
 
-std::vector<const char*> CrossProcessExchange::regions(const std::vector<int64_t>& in) const {
-  std::vector<const char*> region(in.size());
-  const char* at = gathered_.data();
-  for (size_t p = 0; p < in.size(); ++p) {
-    region[p] = at;
-    at += in[p];
+std::vector<const char*> CrossProcessExchange::back_to_back(const char* base,
+                                                            const std::vector<int64_t>& bytes) {
+  std::vector<const char*> at(bytes.size());
+  for (size_t p = 0; p < bytes.size(); ++p) {
+    at[p] = base;
+    base += bytes[p];
   }
-  return region;
+  return at;
 }
 
-void CrossProcessExchange::send_and_receive(const std::vector<int64_t>& out,
+void CrossProcessExchange::send_and_receive(const std::vector<const char*>& from,
+                                            const std::vector<int64_t>& out,
                                             const std::vector<int64_t>& in, Cancel& cancel) {
-  int64_t total_in = 0;
-  for (int64_t b : in) total_in += b;
-  gathered_.resize(total_in);
-  // Every process calls nextSlot as often, in the same order: the slots agree.
-  const uint64_t slot = context_->nextSlot();
-  std::unique_ptr<gloo::transport::UnboundBuffer> sending, receiving;
-  if (!staging_.empty()) sending = context_->createUnboundBuffer(staging_.data(), staging_.size());
-  if (!gathered_.empty()) {
-    receiving = context_->createUnboundBuffer(gathered_.data(), gathered_.size());
+  gathered_.resize(std::accumulate(in.begin(), in.end(), int64_t{0}));
+  const std::vector<const char*> to = back_to_back(gathered_.data(), in);
+  bool small = true;
+  for (size_t p = 0; p < out.size(); ++p) {
+    small = small && out[p] <= kBlockingMessageBytes && in[p] <= kBlockingMessageBytes;
   }
-  int sends = 0, receives = 0;
   try {
-    int64_t sent = 0, received = 0;
+    if (blocking_now_ && small) {
+      std::vector<std::unique_ptr<gloo::transport::Buffer>> sends;
+      for (int p = 0; p < context_->size; ++p) {
+        if (out[p] > 0) sends.push_back(blocking_send(p, from[p], out[p]));
+      }
+      for (int p = 0; p < context_->size; ++p) {
+        if (in[p] > 0) blocking_receive(p, const_cast<char*>(to[p]), in[p]);
+      }
+      for (const auto& send : sends) send->waitSend();
+      return;
+    }
+    // Every process calls nextSlot as often, in the same order: the slots agree.
+    const uint64_t slot = context_->nextSlot();
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> sends, receives;
     for (int p = 0; p < context_->size; ++p) {
       if (in[p] > 0) {
-        receiving->recv(p, slot, received, in[p]);
-        received += in[p];
-        ++receives;
+        receives.push_back(context_->createUnboundBuffer(const_cast<char*>(to[p]), in[p]));
+        receives.back()->recv(p, slot);
       }
       if (out[p] > 0) {
-        sending->send(p, slot, sent, out[p]);
-        sent += out[p];
-        ++sends;
+        sends.push_back(context_->createUnboundBuffer(const_cast<char*>(from[p]), out[p]));
+        sends.back()->send(p, slot);
       }
     }
-    for (int k = 0; k < receives; ++k) {
-      if (!receiving->waitRecv(time_left(cancel))) cancel.throw_aborted();
+    for (const auto& receive : receives) {
+      if (!receive->waitRecv(time_left(cancel))) cancel.throw_aborted();
     }
-    for (int k = 0; k < sends; ++k) {
-      if (!sending->waitSend(time_left(cancel))) cancel.throw_aborted();
+    for (const auto& send : sends) {
+      if (!send->waitSend(time_left(cancel))) cancel.throw_aborted();
     }
   } catch (const gloo::Exception& e) {
     gloo_failed(e, describe(header_of(requests_[0], 0, 0, 0)).c_str(), cancel);
   }
 }
 
-void CrossProcessExchange::chained_all_reduce(Cancel& cancel) {
+std::unique_ptr<gloo::transport::Buffer> CrossProcessExchange::blocking_send(int process,
+                                                                             const void* data,
+                                                                             int64_t bytes) {
+  auto buffer =
+      blocking_->getPair(process)->createSendBuffer(kMessageSlot, const_cast<void*>(data), bytes);
+  buffer->send();
+  return buffer;
+}
+
+void CrossProcessExchange::blocking_receive(int process, void* data, int64_t bytes) {
+  blocking_->getPair(process)->createRecvBuffer(kMessageSlot, data, bytes)->waitRecv();
+}
+
+void CrossProcessExchange::chain(Cancel& cancel) {
   const CollectiveRequest& first = requests_[0];
   const int me = context_->rank, last = context_->size - 1;
-  const int64_t item = itemsize(first.dtype), partial_item = compute_size(first.dtype);
-  const int64_t count = first.a;
+  const int64_t count = first.a, item = itemsize(first.dtype),
+                partial_item = compute_size(first.dtype);
   const int64_t chunk = std::max<int64_t>(1, kChainChunkBytes / partial_item);
   const int64_t chunks = (count + chunk - 1) / chunk;
-  // Every process calls nextSlot as often, in the same order: the slots agree.
-  const uint64_t pass_slot = context_->nextSlot(), result_slot = context_->nextSlot();
   gathered_.resize(me > 0 ? count * partial_item : 0);    // the partial from process me - 1
   staging_.resize(me < last ? count * partial_item : 0);  // the partial for process me + 1
-  std::unique_ptr<gloo::transport::UnboundBuffer> incoming, outgoing;
-  if (me > 0) incoming = context_->createUnboundBuffer(gathered_.data(), gathered_.size());
-  if (me < last) outgoing = context_->createUnboundBuffer(staging_.data(), staging_.size());
-  auto result = context_->createUnboundBuffer(first.out, count * item);
-  auto wait = [&](bool done) {
-    if (!done) cancel.throw_aborted();
-  };
+  std::vector<const void*> ins;
+  for (const CollectiveRequest& r : requests_) ins.push_back(r.in);
+  // Each stream is one buffer per link, a message per chunk.
+  std::unique_ptr<gloo::transport::Buffer> partial_in, partial_out, result_in;
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> result_out;
   try {
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t begin = c * chunk, len = std::min(chunk, count - begin);
-      if (incoming) incoming->recv(me - 1, pass_slot, begin * partial_item, len * partial_item);
-      if (me != last) result->recv(last, result_slot, begin * item, len * item);
+    if (me > 0) {
+      partial_in = blocking_->getPair(me - 1)->createRecvBuffer(kPartialSlot, gathered_.data(),
+                                                                gathered_.size());
     }
-    std::vector<const void*> ins;
-    for (const CollectiveRequest& r : requests_) ins.push_back(r.in);
+    if (me < last) {
+      partial_out = blocking_->getPair(me + 1)->createSendBuffer(kPartialSlot, staging_.data(),
+                                                                 staging_.size());
+      result_in = blocking_->getPair(last)->createRecvBuffer(kResultSlot, first.out, count * item);
+    }
+    for (int p = 0; me == last && p < last; ++p) {
+      result_out.push_back(
+          blocking_->getPair(p)->createSendBuffer(kResultSlot, first.out, count * item));
+    }
+    auto send = [](gloo::transport::Buffer& buffer, int64_t at, int64_t bytes) {
+      buffer.send(at, bytes, at);
+      buffer.waitSend();
+    };
+    const std::vector<void*> copies = other_outputs();
+    int64_t results = 0;  // chunks of the result received
+    auto receive_result = [&] {
+      result_in->waitRecv();
+      const int64_t at = results++ * chunk * item;
+      const int64_t bytes = std::min(chunk * item, count * item - at);
+      for (void* copy : copies)
+        std::memcpy(static_cast<char*>(copy) + at, static_cast<const char*>(first.out) + at, bytes);
+    };
     for (int64_t c = 0; c < chunks; ++c) {
-      FoldSpan span{.begin = c * chunk, .count = std::min(chunk, count - c * chunk)};
-      if (incoming) {
-        wait(incoming->waitRecv(time_left(cancel)));
-        span.partial = gathered_.data();
-      }
-      span.out_partial = me != last;
+      const FoldSpan span{.partial = partial_in ? gathered_.data() : nullptr,
+                          .begin = c * chunk,
+                          .count = std::min(chunk, count - c * chunk),
+                          .out_partial = me != last,
+                          .copies = &copies};
+      if (partial_in) partial_in->waitRecv();
       fold(first.op, first.dtype, ins, me != last ? staging_.data() : first.out, span);
-      if (outgoing) {
-        outgoing->send(me + 1, pass_slot, span.begin * partial_item, span.count * partial_item);
-        continue;
+      if (partial_out) {
+        send(*partial_out, span.begin * partial_item, span.count * partial_item);
+        // Lock step: at most kChainLag chunks of results wait unread in a socket.
+        if (c >= kChainLag) receive_result();
       }
-      for (int p = 0; p < last; ++p) {
-        result->send(p, result_slot, span.begin * item, span.count * item);
-      }
+      for (const auto& out : result_out) send(*out, span.begin * item, span.count * item);
     }
-    for (int64_t c = 0; c < chunks; ++c) {
-      if (outgoing) wait(outgoing->waitSend(time_left(cancel)));
-      if (me != last) wait(result->waitRecv(time_left(cancel)));
-      for (int p = 0; me == last && p < last; ++p) wait(result->waitSend(time_left(cancel)));
-    }
+    while (result_in && results < chunks) receive_result();
   } catch (const gloo::Exception& e) {
     gloo_failed(e, describe(header_of(first, 0, 0, 0)).c_str(), cancel);
   }
-  const int64_t bytes = count * item;
-  for (size_t i = 1; i < requests_.size(); ++i) {
-    if (bytes > 0) std::memcpy(requests_[i].out, first.out, bytes);
-  }
+}
+
+std::vector<void*> CrossProcessExchange::other_outputs() const {
+  std::vector<void*> outs;
+  for (size_t i = 1; i < requests_.size(); ++i) outs.push_back(requests_[i].out);
+  return outs;
 }
 
 void CrossProcessExchange::compute(const std::vector<const void*>& ins) {
@@ -609,12 +709,8 @@ void CrossProcessExchange::compute(const std::vector<const void*>& ins) {
   const CollectiveRequest& first = requests_[0];
   switch (first.kind) {
     case CollectiveRequest::kAllReduce: {
-      fold(first.op, first.dtype, ins, first.out, first.a);
-      const int64_t bytes = first.a * itemsize(first.dtype);
-      for (size_t i = 1; i < requests_.size(); ++i) {
-        if (bytes > 0) std::memcpy(requests_[i].out, first.out, bytes);
-      }
-      return;
+      const std::vector<void*> copies = other_outputs();
+      return fold(first.op, first.dtype, ins, first.out, first.a, &copies);
     }
     case CollectiveRequest::kReduceScatter: {
       const int64_t item = itemsize(first.dtype), inner = first.b;

@@ -195,21 +195,36 @@ std::shared_ptr<internal::CrossProcessExchange> make_exchange(State& state,
     std::lock_guard<std::mutex> lock(state.mu);
     key = fmt::format("spmd/comm/{}/{}", key, state.instances[key]++);
   }
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, processes.size());
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(cancel.deadline() -
                                                                     internal::Cancel::Clock::now());
-  context->setTimeout(std::max(left, std::chrono::milliseconds(1)));
-  try {
-    gloo::rendezvous::PrefixStore prefixed(key, *state.store);
-    context->connectFullMesh(prefixed, state.device);
-  } catch (const std::exception& e) {
-    if (cancel.aborted()) cancel.throw_aborted();
-    throw DistributedError(
-        fmt::format("could not connect the processes {} of a collective over {}: {}",
-                    fmt::join(processes, ", "), fmt::join(members, ", "), e.what()));
-  }
+  // A context's timeout bounds its connection and, once connected, every blocking read and write
+  // of its sockets (those in synchronous mode).
+  auto connect = [&](const std::string& prefix, std::chrono::milliseconds timeout) {
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, processes.size());
+    context->setTimeout(std::max(timeout, std::chrono::milliseconds(1)));
+    try {
+      gloo::rendezvous::PrefixStore prefixed(prefix, *state.store);
+      context->connectFullMesh(prefixed, state.device);
+    } catch (const std::exception& e) {
+      if (cancel.aborted()) cancel.throw_aborted();
+      throw DistributedError(
+          fmt::format("could not connect the processes {} of a collective over {}: {}",
+                      fmt::join(processes, ", "), fmt::join(members, ", "), e.what()));
+    }
+    return context;
+  };
+  std::shared_ptr<gloo::rendezvous::Context> context = connect(key, left);
   context->setTimeout(state.collective_timeout);
-  return std::make_shared<internal::CrossProcessExchange>(members, std::move(context));
+  const std::chrono::nanoseconds timeout = cancel.collective_timeout();
+  if (timeout.count() <= 0)
+    return std::make_shared<internal::CrossProcessExchange>(members, context);
+  std::shared_ptr<gloo::rendezvous::Context> blocking =
+      connect(key + "/blocking", std::chrono::ceil<std::chrono::milliseconds>(timeout));
+  for (int p = 0; p < blocking->size; ++p) {
+    if (p != rank) blocking->getPair(p)->setSync(/*sync=*/true, /*busyPoll=*/false);
+  }
+  return std::make_shared<internal::CrossProcessExchange>(members, context, std::move(blocking),
+                                                          timeout);
 }
 
 // At exit without shutdown(): process 0 serves the store, which the others may still need (to

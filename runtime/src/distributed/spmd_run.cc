@@ -6,11 +6,12 @@
 // Each process gets SPMD_COORDINATOR (127.0.0.1 and a port spmd-run listens on, or --coordinator:
 // "host:port", "file:///shared/dir"), SPMD_NUM_PROCESSES and SPMD_PROCESS_ID (and
 // SPMD_CPU_DEVICES=L), so spmd::distributed::initialize() needs no arguments; process 0 also gets
-// the listening socket itself (SPMD_COORDINATOR_FD) and serves the store on it. Every line a process prints is prefixed with "[i] ". When a process fails (a non-zero
-// exit or a signal) spmd-run names it, gives the others --grace-s seconds (default 10) to end on
-// their own (they raise spmd errors once the failed process is gone), then kills what is left and
-// exits with the first failure's status (128+signal for a signal). No process outlives spmd-run:
-// each child is killed when spmd-run dies.
+// the listening socket itself (SPMD_COORDINATOR_FD) and serves the store on it. Every line a
+// process prints is prefixed with "[i] ". When a process fails (a non-zero exit or a signal)
+// spmd-run names it, gives the others --grace-s seconds (default 10) to end on their own (they
+// raise spmd errors once the failed process is gone), then kills what is left and exits with the
+// first failure's status (128+signal for a signal). No process outlives spmd-run: each child is
+// killed when spmd-run dies.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>

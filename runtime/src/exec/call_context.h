@@ -135,6 +135,7 @@ class CallContext final : public Cancel {
   void deadline_passed() override;
   int threads() const override { return num_devices() + 1; }
   uint64_t cross_process_call() const override { return cross_process_call_; }
+  std::chrono::nanoseconds collective_timeout() const override { return timeout_; }
   uint64_t collective_hash() const override;
   std::string describe_collective() override;
 
