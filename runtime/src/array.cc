@@ -77,37 +77,66 @@ using ImplCache = ThreadCache<ArrayImpl, 32, destroy<ArrayImpl>>;
 // The deleter of such impls: the buffer is released at once, the rest kept for reuse.
 void recycle(ArrayImpl* impl) {
   impl->shards[0].buffer.reset();
-  if (!ImplCache::give(impl)) delete impl;
+  if (!ImplCache::give(impl, impl->home)) delete impl;
 }
 
 // Small CPU buffers are kept per thread with their memory too, for the next array of the same
 // size on the same device (a loop of small ops): no trip to the device's allocator and its lock.
 constexpr size_t kCachedBufferBytes = 4096;
-using BufferCache = ThreadCache<Buffer, 16, destroy<Buffer>>;
+struct CachedBuffer;
+using BufferCache = ThreadCache<CachedBuffer, 16, destroy<CachedBuffer>>;
+struct CachedBuffer final : Buffer {
+  CachedBuffer(Device device, size_t bytes) : Buffer(device, bytes), home(BufferCache::home()) {}
+  const void* home;  // the thread whose cache may keep it
+};
 
-void recycle(Buffer* buffer) {
-  if (!BufferCache::give(buffer)) delete buffer;
+void recycle(CachedBuffer* buffer) {
+  if (!BufferCache::give(buffer, buffer->home)) delete buffer;
 }
 
 std::shared_ptr<Buffer> new_buffer(const Device& device, size_t bytes) {
   if (bytes > kCachedBufferBytes || device.platform != Platform::kCpu) {
     return std::make_shared<Buffer>(device, bytes);
   }
-  Buffer* buffer = BufferCache::take_if(
-      [&](const Buffer& b) { return b.bytes() == bytes && b.device() == device; });
-  if (buffer == nullptr) buffer = new Buffer(device, bytes);
-  return std::shared_ptr<Buffer>(buffer, static_cast<void (*)(Buffer*)>(recycle),
+  CachedBuffer* buffer = BufferCache::take_if(
+      [&](const CachedBuffer& b) { return b.bytes() == bytes && b.device() == device; });
+  if (buffer == nullptr) buffer = new CachedBuffer(device, bytes);
+  return std::shared_ptr<Buffer>(buffer, static_cast<void (*)(CachedBuffer*)>(recycle),
                                  ThreadCachedAllocator<Buffer>());
 }
+
+// The deleter of a reference that keeps another one alive (array_alias).
+struct KeepAlive {
+  std::shared_ptr<Buffer> buffer;
+  void operator()(Buffer*) const {}
+};
 
 }  // namespace
 
 Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer,
                         size_t offset) {
-  const Device& device = buffer->device();
+  const Device device = buffer->device();
+  return array_from_buffer(dtype, shape, std::move(buffer), offset, device);
+}
+
+Array array_alias(DType dtype, const Shape& shape, const std::shared_ptr<Buffer>& buffer,
+                  size_t offset, const Device& device) {
+  // A reference count of its own, made by this thread: the devices of a call whose blocks share
+  // one input's memory then do not all count on one (nor on a line next to the Buffer they read)
+  // when they take references to their blocks (reshape, slices): two devices' reshape loop ran
+  // 4x slower than one's.
+  return array_from_buffer(
+      dtype, shape,
+      std::shared_ptr<Buffer>(buffer.get(), KeepAlive{buffer}, ThreadCachedAllocator<Buffer>()),
+      offset, device);
+}
+
+Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer,
+                        size_t offset, const Device& device) {
   ArrayImpl* impl = ImplCache::take();
   if (impl == nullptr) {
     impl = new ArrayImpl(dtype, shape, Sharding(device), std::vector<ShardData>(1));
+    impl->home = ImplCache::home();
   } else {
     impl->dtype = dtype;
     impl->shape = shape;
@@ -314,7 +343,7 @@ Array shared_region(const Array& a, const Index& region, const Shape& shape, con
     if (s.device == device) break;  // of replicas, the reader's own
   }
   if (found == nullptr) return Array();
-  return array_from_buffer(impl.dtype, shape, found->buffer, offset);
+  return array_alias(impl.dtype, shape, found->buffer, offset, device);
 }
 
 // The block of `arg` for the device at mesh position `rank`, sharing memory where possible.
@@ -326,7 +355,7 @@ Array make_block(const Mesh& mesh, const Array& arg, const PartitionSpec& spec, 
   if (sharding.is_named() && sharding.named().mesh() == mesh) {
     const ShardData& s = impl.shards[rank];  // the block itself, without a search
     if (s.index == region && aliasable(s.device, device)) {
-      return array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset);
+      return array_alias(impl.dtype, s.shape, s.buffer, s.offset, device);
     }
   }
   Shape shape(region.size());
@@ -420,8 +449,9 @@ std::vector<Shard> Array::addressable_shards() const {
   std::vector<Shard> out;
   for (const internal::ShardData& s : impl.shards) {
     if (!s.buffer) continue;  // another process's shard
-    out.push_back(Shard{s.device, s.index,
-                        internal::array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset)});
+    out.push_back(
+        Shard{s.device, s.index,
+              internal::array_from_buffer(impl.dtype, s.shape, s.buffer, s.offset, s.device)});
   }
   return out;
 }

@@ -27,7 +27,9 @@ struct ShardData {
   size_t offset = 0;  // bytes into buffer
 };
 
-struct ArrayImpl {
+// Whole cache lines (alignas(64)): a thread rewrites a recycled impl for every op, which must not
+// share a line with what other threads read (a body's function object, another device's block).
+struct alignas(64) ArrayImpl {
   ArrayImpl(DType dtype_in, Shape shape_in, Sharding sharding_in, std::vector<ShardData> shards_in)
       : dtype(dtype_in),
         shape(std::move(shape_in)),
@@ -38,6 +40,7 @@ struct ArrayImpl {
   Sharding sharding;
   std::vector<ShardData> shards;  // one per device of the sharding, in mesh order
   std::atomic<bool> deleted{false};
+  const void* home = nullptr;  // the thread whose cache may keep it (array.cc), or none
 };
 
 struct ArrayAccess {
@@ -74,9 +77,17 @@ Array empty_array(DType dtype, const Shape& shape, const Device& device);
 inline Array empty_array(DType dtype, const Shape& shape) {
   return empty_array(dtype, shape, current_device());
 }
-// A single-device array over existing memory (zero-copy).
+// A single-device array over existing memory (zero-copy), on the buffer's device or on `device`,
+// which must be able to read and write that memory in place (aliasable, array.cc): a block that
+// shard_map hands a device is that device's array even where it shares another device's memory.
 Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer,
                         size_t offset);
+Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer,
+                        size_t offset, const Device& device);
+// The same over memory that other arrays hold too (an input's blocks), with a reference count of
+// its own, so that threads taking references to different arrays over one buffer never contend.
+Array array_alias(DType dtype, const Shape& shape, const std::shared_ptr<Buffer>& buffer,
+                  size_t offset, const Device& device);
 // A sharded array from per-device blocks.
 Array make_sharded_array(DType dtype, Shape shape, const NamedSharding& sharding,
                          std::vector<ShardData> shards);

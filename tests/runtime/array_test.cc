@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/collectives.h"
 #include "spmd/device.h"
 #include "spmd/errors.h"
 #include "spmd/mesh.h"
@@ -448,6 +449,7 @@ TEST(ArrayTest, ADonatedArraysStorageComesBackUsable) {
 
 struct CachedItem {
   int value;
+  const void* home;
 };
 std::atomic<int> items_disposed{0};
 void dispose_item(CachedItem* p) {
@@ -459,19 +461,58 @@ TEST(ThreadCacheTest, KeepsUpToItsCapacityPerThreadAndDisposesAtExit) {
   using Cache = internal::ThreadCache<CachedItem, 2, dispose_item>;
   std::thread([] {
     EXPECT_EQ(Cache::take(), nullptr);
-    auto* a = new CachedItem{1};
-    auto* b = new CachedItem{2};
-    auto* c = new CachedItem{3};
-    EXPECT_TRUE(Cache::give(a));
-    EXPECT_TRUE(Cache::give(b));
-    EXPECT_FALSE(Cache::give(c));  // full: the caller keeps it
+    auto* a = new CachedItem{1, Cache::home()};
+    auto* b = new CachedItem{2, Cache::home()};
+    auto* c = new CachedItem{3, Cache::home()};
+    EXPECT_TRUE(Cache::give(a, a->home));
+    EXPECT_TRUE(Cache::give(b, b->home));
+    EXPECT_FALSE(Cache::give(c, c->home));  // full: the caller keeps it
     delete c;
     EXPECT_EQ(Cache::take_if([](const CachedItem& i) { return i.value == 1; }), a);
     EXPECT_EQ(Cache::take_if([](const CachedItem& i) { return i.value == 9; }), nullptr);
-    EXPECT_TRUE(Cache::give(a));
+    EXPECT_TRUE(Cache::give(a, a->home));
     std::thread([] { EXPECT_EQ(Cache::take(), nullptr); }).join();  // per thread
   }).join();
   EXPECT_EQ(items_disposed.load(), 2);  // a and b, at the first thread's exit
+}
+
+TEST(ThreadCacheTest, RefusesObjectsAnotherLiveThreadMade) {
+  using Cache = internal::ThreadCache<CachedItem, 4, dispose_item>;
+  std::atomic<CachedItem*> made{nullptr};
+  std::atomic<bool> checked{false};
+  std::thread maker([&] {
+    made = new CachedItem{1, Cache::home()};
+    while (!checked) std::this_thread::yield();  // alive: its home stays its own
+  });
+  std::thread([&] {
+    while (made.load() == nullptr) std::this_thread::yield();
+    // Kept by the thread that made it only: its memory stays in that thread's malloc arena.
+    EXPECT_FALSE(Cache::give(made.load(), made.load()->home));
+    auto* own = new CachedItem{2, Cache::home()};
+    EXPECT_TRUE(Cache::give(own, own->home));
+    EXPECT_EQ(Cache::take(), own);
+    delete own;
+    checked = true;
+  }).join();
+  maker.join();
+  delete made.load();
+}
+
+// A block that shard_map hands a device is that device's array, even where it shares the input's
+// memory with the other devices' blocks.
+TEST(ShardMapBlocks, ABlockSharingTheInputsMemoryIsOnItsDevice) {
+  Mesh mesh = make_mesh({2}, {"i"}, std::vector<Device>{Device{2}, Device{5}});  // neither owns x
+  std::vector<Device> seen(2);
+  auto f = shard_map(
+      [&](const Array& b) {
+        seen[axis_index("i").item<int32_t>()] = b.addressable_shards()[0].device;
+        return b.reshape({2, 2}).reshape({4}) * 2;
+      },
+      mesh, P("i"), P("i"));
+  Array y = f(arange(8, float32));
+  EXPECT_EQ(seen[0], mesh.devices()[0]);
+  EXPECT_EQ(seen[1], mesh.devices()[1]);
+  EXPECT_THAT(y.to_vector<float>(), ElementsAre(0, 2, 4, 6, 8, 10, 12, 14));
 }
 
 }  // namespace

@@ -29,8 +29,10 @@ namespace spmd::internal {
 class Backend;
 
 // Device memory owned by one Array shard (or several, when shared). Returned to the backend's
-// allocator on destruction.
-class Buffer {
+// allocator on destruction. A cache line of its own: the devices whose blocks share an input's
+// buffer read it for every op, and a neighbour written by another thread (the caller's objects)
+// would make each read a miss.
+class alignas(64) Buffer {
  public:
   Buffer(Device device, size_t bytes);
   ~Buffer();
