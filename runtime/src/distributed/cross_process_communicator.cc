@@ -367,7 +367,7 @@ void CrossProcessExchange::exchange_envelopes(const CollectiveRequest& request, 
 void CrossProcessExchange::send_envelopes(Cancel& cancel) {
   const int processes = context_->size;
   try {
-    if (blocking_ && cancel.collective_timeout() == blocking_timeout_) {
+    if (blocking_now_) {
       // Each socket holds at most two envelopes (a process sends the next only after it received
       // every process's current one), far below its buffers: the writes never wait on a read.
       for (const auto& out : envelope_out_) {
