@@ -57,17 +57,19 @@ int64_t input_bytes(const std::string& op, int n, int64_t s) {
   return op == "all_gather" ? s / n : s;
 }
 
-Array run_op(const std::string& op, const Array& x) {
+// The ring ppermute sends over: device k to k + 1 (made once per body, like MPI's neighbours).
+std::vector<std::pair<int, int>> ring_of(int n) {
+  std::vector<std::pair<int, int>> ring;
+  for (int k = 0; k < n; ++k) ring.emplace_back(k, (k + 1) % n);
+  return ring;
+}
+
+Array run_op(const std::string& op, const Array& x, const std::vector<std::pair<int, int>>& ring) {
   if (op == "psum") return psum(x, "i");
   if (op == "all_gather") return all_gather(x, "i", {.tiled = true});
   if (op == "psum_scatter") return psum_scatter(x, "i", {.tiled = true});
   if (op == "all_to_all") return all_to_all(x, "i", 0, 0, {.tiled = true});
-  if (op == "ppermute") {
-    int n = static_cast<int>(axis_size("i"));
-    std::vector<std::pair<int, int>> ring;
-    for (int k = 0; k < n; ++k) ring.emplace_back(k, (k + 1) % n);
-    return ppermute(x, "i", ring);
-  }
+  if (op == "ppermute") return ppermute(x, "i", ring);
   throw std::invalid_argument("unknown op " + op);
 }
 
@@ -114,8 +116,9 @@ class Bench {
                 std::memcpy(dst[d].data(), src[d].data(), s);
               }
             } else {
+              const std::vector<std::pair<int, int>> ring = ring_of(n_);
               Array y;
-              for (int64_t i = 0; i < k; ++i) y = run_op(what, b);
+              for (int64_t i = 0; i < k; ++i) y = run_op(what, b, ring);
             }
           },
           mesh_, P("i"), std::vector<P>{}, {.check_vma = false})(x);
@@ -149,8 +152,8 @@ class Bench {
   }
 
   void verify(const std::string& op, const Array& x) {
-    auto f = shard_map([&](const Array& b) { return run_op(op, b); }, mesh_, P("i"), P("i"),
-                       {.check_vma = false});
+    auto f = shard_map([&](const Array& b) { return run_op(op, b, ring_of(n_)); }, mesh_, P("i"),
+                       P("i"), {.check_vma = false});
     std::vector<Shard> shards = f(x).addressable_shards();
     for (int d = 0; d < n_; ++d) check_result(op, n_, shards[d].data, d);
   }

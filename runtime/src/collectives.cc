@@ -10,9 +10,9 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <set>
 
 #include "array_impl.h"
+#include "backend/dims.h"
 #include "checks.h"
 #include "collectives_internal.h"
 #include "exec/call_context.h"
@@ -244,6 +244,17 @@ void check_orderable(const Array& x, ReduceKind op, const char* api) {
   }
 }
 
+// The result of a collective that may lend memory: `out`, or an array of `like`'s dtype and
+// shape on this device in the memory lent (whose owner is the Keep of an array's shard: its
+// Buffer).
+Array result_of(const Communicator::Lent& lent, const Array& out, const Array& like) {
+  if (!lent.owner) return out;
+  auto buffer = std::const_pointer_cast<Buffer>(std::static_pointer_cast<const Buffer>(lent.owner));
+  const size_t offset =
+      static_cast<const char*>(lent.data) - static_cast<const char*>(buffer->data());
+  return array_alias(like.dtype(), like.shape(), buffer, offset, current_device());
+}
+
 const void* data_of(const Array& a) { return const_view(a).data; }
 void* data_of_mut(const Array& a) { return mut_view(a).data; }
 
@@ -296,8 +307,10 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
   {
     CollectiveScope scope(b, sig, options.axis_index_groups);
     const Reduced as = reduced_as(in.dtype());
-    scope.comm().all_reduce(op, as.dtype, in.size() * as.lanes, data_of(in), data_of_mut(out),
-                            keep_of(in), scope.cancel());
+    out = result_of(
+        scope.comm().all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in),
+                                       data_of_mut(out), keep_of(out), keep_of(in), scope.cancel()),
+        out, out);
     members = scope.group_size();
   }
   if (group_size != nullptr) *group_size = members;
@@ -461,11 +474,18 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
   Array in = local(x);
   OpSignature sig = signature(kind, in);
   sig.extra_hash = static_cast<uint64_t>(perm_hash);
-  Array out = empty_array(in.dtype(), in.shape());
+  Array out;
   {
     CollectiveScope scope(b, sig, {});
-    scope.comm().permute(source_of(scope.rank()), in.size() * itemsize(in.dtype()), data_of(in),
-                         data_of_mut(out), keep_of(in), scope.cancel());
+    const int src = source_of(scope.rank());
+    Communicator& comm = scope.comm();
+    if (src < 0 || !comm.lends_inputs() || in.size() == 0) {
+      out = empty_array(in.dtype(), in.shape());  // (an empty array may have no memory to lend)
+    }
+    out = result_of(
+        comm.permute_shared(src, in.size() * itemsize(in.dtype()), data_of(in),
+                            out.valid() ? data_of_mut(out) : nullptr, keep_of(in), scope.cancel()),
+        out, in);
   }
   return typed(out, b, same_everywhere ? vma_of(x) : vma_of(x) | b.mask);
 }
@@ -490,26 +510,30 @@ void check_mesh_order(const Bound& b, const AxisNames& axes, const char* api) {
 
 }  // namespace
 
-Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> perm) {
+Array ppermute(const Array& x, AxisNames axes, const std::vector<std::pair<int, int>>& perm) {
   Bound b = internal::bind(axes, "ppermute");
   check_mesh_order(b, axes, "ppermute");
-  std::string given;
-  for (auto [s, d] : perm) given += fmt::format("{}({}, {})", given.empty() ? "" : ", ", s, d);
-  given = "(" + given + (perm.size() == 1 ? ",)" : ")");
-  std::vector<int> source(b.size, -1);
-  std::set<int> sources;
+  // The perm as JAX prints it, for errors only (formatting it costs more than the permute).
+  auto given = [&perm] {
+    std::string pairs;
+    for (auto [s, d] : perm) pairs += fmt::format("{}({}, {})", pairs.empty() ? "" : ", ", s, d);
+    return "(" + pairs + (perm.size() == 1 ? ",)" : ")");
+  };
+  internal::SmallVector<int, 64> source(b.size, -1);  // (no allocation per call)
+  internal::SmallVector<uint8_t, 64> is_source(b.size, 0);
   uint64_t h = 0x51ed27ull;
   for (auto [src, dst] : perm) {
     if (src < 0 || src >= b.size || dst < 0 || dst >= b.size) {
       throw ValueError(fmt::format(
           "ppermute perm indices must be in range [0, {}) for the axes {} (of total size {}), got "
           "{} in perm {}.",
-          b.size, axes.str(), b.size, fmt::format("({}, {})", src, dst), given));
+          b.size, axes.str(), b.size, fmt::format("({}, {})", src, dst), given()));
     }
-    if (!sources.insert(src).second || source[dst] >= 0) {
+    if (is_source[src] || source[dst] >= 0) {
       throw ValueError(
-          fmt::format("ppermute sources and destinations must be unique, got {}.", given));
+          fmt::format("ppermute sources and destinations must be unique, got {}.", given()));
     }
+    is_source[src] = 1;
     source[dst] = src;
     h = internal::hash_combine(internal::hash_combine(h, src), dst);
   }

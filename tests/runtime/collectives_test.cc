@@ -4,10 +4,12 @@
 // check_vma typing, dtypes and determinism. The suite is parameterised over backends so that
 // every backend runs the same cases: the CPU backend, the test backend of tests/backends/ and the
 // CUDA backend (skipped, saying why, without 8 CUDA devices: run scripts/gpu-check.sh).
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
 
+#include "array_impl.h"
 #include "test_backend/test_backend.h"
 #include "test_util.h"
 
@@ -558,6 +560,56 @@ void Collectives::check_rank_order_sum(int64_t devices, int64_t n) {
   Array y = f(floats(values));
   EXPECT_ARRAY_EQ(y, floats(expected));
   for (const Shard& s : y.addressable_shards()) EXPECT_ARRAY_EQ(s.data, floats(expected));
+}
+
+TEST_P(Collectives, OnePsumResultServesEveryDeviceUnchanged) {
+  // On the CPU backend every device reads one result buffer (all_reduce_shared): the devices'
+  // later ops on it must not see each other's, at the leader-computes and owner-computes sizes.
+  for (int64_t n : {4, 1 << 16}) {
+    std::vector<const void*> where(8);
+    auto f = shard_map(
+        [&](const Array& b) {
+          Array y = psum(b, "i");
+          where[axis_index("i").item<int32_t>()] = internal::const_view(y).data;
+          Array scaled = y * (axis_index("i") + 1).astype(DType::kFloat32);
+          return std::vector<Array>{y, scaled};
+        },
+        mesh({8}, {"i"}), P("i"), std::vector<PartitionSpec>{P("i"), P("i")}, {.check_vma = false});
+    Array x = arange(8 * n, DType::kFloat32);
+    std::vector<Array> out = f(x);
+    Array total = sum(x.reshape({8, n}), 0);
+    EXPECT_ARRAY_EQ(out[0], concatenate(std::vector<Array>(8, total), 0));
+    std::vector<Array> scaled;
+    for (int d = 0; d < 8; ++d) scaled.push_back(total * static_cast<float>(d + 1));
+    EXPECT_ARRAY_EQ(out[1], concatenate(scaled, 0));
+    if (GetParam() == Platform::kCpu) {
+      EXPECT_EQ(std::count(where.begin(), where.end(), where[0]), 8) << "n = " << n;
+    }
+  }
+}
+
+TEST_P(Collectives, PpermuteLendsTheSourcesBlockAndZerosTheRest) {
+  // Devices 0-2 send to 1-3; device 0 is no destination. On the CPU backend a destination's
+  // result is its source's block itself (permute_shared), an empty array included.
+  for (int64_t n : {0, 3, 1 << 14}) {
+    std::vector<const void*> input(4), result(4);
+    auto f = shard_map(
+        [&](const Array& b) {
+          const int d = axis_index("i").item<int32_t>();
+          input[d] = internal::const_view(b).data;
+          Array y = ppermute(b, "i", {{0, 1}, {1, 2}, {2, 3}});
+          result[d] = internal::const_view(y).data;
+          return y;
+        },
+        mesh({4}, {"i"}), P("i"), P("i"), {.check_vma = false});
+    Array x = arange(4 * n, DType::kFloat32).reshape({4, n});
+    Array expected = concatenate({zeros({1, n}, DType::kFloat32), slice(x, {0, 0}, {3, n})}, 0);
+    EXPECT_ARRAY_EQ(f(x.reshape({4 * n})), expected.reshape({4 * n})) << "n = " << n;
+    if (GetParam() == Platform::kCpu && n > 0) {
+      for (int d = 1; d < 4; ++d) EXPECT_EQ(result[d], input[d - 1]) << "device " << d;
+      EXPECT_NE(result[0], input[3]);
+    }
+  }
 }
 
 TEST_P(Collectives, PmaxPropagatesNaN) {

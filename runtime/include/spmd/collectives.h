@@ -108,7 +108,7 @@ Array pbroadcast(const Array& x, AxisNames axes, int source);
 // Position dst receives x from position src for each (src, dst) pair; positions that are no
 // destination receive zeros. Every index must be a position, in [0, group size) (ValueError
 // otherwise, as in JAX); sources and destinations must each be unique.
-Array ppermute(const Array& x, AxisNames axes, std::vector<std::pair<int, int>> perm);
+Array ppermute(const Array& x, AxisNames axes, const std::vector<std::pair<int, int>>& perm);
 
 // Position p receives x from position perm[p]; perm must be a permutation.
 Array pshuffle(const Array& x, AxisNames axes, std::vector<int> perm);

@@ -144,6 +144,24 @@ class Communicator {
   // out = elementwise op over every member's in (count elements of dtype), in rank order.
   virtual void all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
                           const Keep& keep, Cancel& cancel) = 0;
+  // Memory a member hands out instead of a copy, where members share memory and arrays are
+  // immutable: `owner` keeps it alive (a Keep some member passed), `data` is where the result
+  // starts in it. Empty (no owner): this member's `out` holds the result.
+  struct Lent {
+    Keep owner;
+    const void* data = nullptr;
+  };
+  // all_reduce where one result may serve every member: members that share memory then read one
+  // buffer instead of each writing a copy (size - 1 fewer output writes). Every member passes its
+  // `out` and `out_keep` (what keeps that buffer alive); the result is in this member's `out` or
+  // in the memory lent. The default gives every member its own result.
+  virtual Lent all_reduce_shared(ReduceKind op, DType dtype, int64_t count, const void* in,
+                                 void* out, const Keep& out_keep, const Keep& keep,
+                                 Cancel& cancel) {
+    (void)out_keep;
+    all_reduce(op, dtype, count, in, out, keep, cancel);
+    return {};
+  }
   // in is [outer][size][inner]; out[o][:] = op over q of in_q[o][rank][:] (inner elements).
   virtual void reduce_scatter(ReduceKind op, DType dtype, int64_t outer, int64_t inner,
                               const void* in, void* out, const Keep& keep, Cancel& cancel) = 0;
@@ -156,6 +174,15 @@ class Communicator {
   // out = in_src (bytes), or zeros when src < 0. Every member also serves as a source.
   virtual void permute(int src, int64_t bytes, const void* in, void* out, const Keep& keep,
                        Cancel& cancel) = 0;
+  // permute where the result may be the source's input itself (lent, kept alive by its `keep`)
+  // instead of a copy in `out`. The default copies. Where lends_inputs(), a member with a source
+  // gets it lent and may pass a null `out`.
+  virtual bool lends_inputs() const { return false; }
+  virtual Lent permute_shared(int src, int64_t bytes, const void* in, void* out, const Keep& keep,
+                              Cancel& cancel) {
+    permute(src, bytes, in, out, keep, cancel);
+    return {};
+  }
   // Returns once every member has arrived.
   virtual void barrier(Cancel& cancel) = 0;
 

@@ -168,11 +168,13 @@ void CpuExchange::arrive(Cancel& cancel, const std::function<void()>& leader_wor
 
 const std::vector<CpuExchange::Slot>& CpuExchange::exchange(
     int rank, const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel,
-    const std::function<void(const std::vector<Slot>&)>& leader_work) {
+    const std::function<void(const std::vector<Slot>&)>& leader_work,
+    const Communicator::Keep& out_keep) {
   std::vector<Slot>& set = slots_[counters_[rank].ops++ & 1];
   set[rank].in = in;
   set[rank].out = out;
   set[rank].keep = keep;
+  set[rank].out_keep = out_keep;
   if (leader_work) {
     arrive(cancel, [&] { leader_work(set); });
   } else {
@@ -183,7 +185,30 @@ const std::vector<CpuExchange::Slot>& CpuExchange::exchange(
 
 void CpuExchange::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count, const void* in,
                              void* out, const Communicator::Keep& keep, Cancel& cancel) {
+  reduce_all(rank, op, dtype, count, in, out, keep, nullptr, false, cancel);
+}
+
+Communicator::Lent CpuExchange::all_reduce_shared(int rank, ReduceKind op, DType dtype,
+                                                  int64_t count, const void* in, void* out,
+                                                  const Communicator::Keep& out_keep,
+                                                  const Communicator::Keep& keep, Cancel& cancel) {
+  const std::vector<Slot>& set =
+      reduce_all(rank, op, dtype, count, in, out, keep, out_keep, true, cancel);
+  // Rank 0 cannot reuse this slot set (two collectives on) before this member has run its next
+  // exchange, so its slot is still there.
+  if (rank == 0) return {};
+  return {set[0].out_keep, set[0].out};
+}
+
+const std::vector<CpuExchange::Slot>& CpuExchange::reduce_all(int rank, ReduceKind op, DType dtype,
+                                                              int64_t count, const void* in,
+                                                              void* out,
+                                                              const Communicator::Keep& keep,
+                                                              const Communicator::Keep& out_keep,
+                                                              bool shared, Cancel& cancel) {
   const int64_t item = itemsize(dtype);
+  // The outputs written: every member's, or rank 0's only.
+  const int outputs = shared ? 1 : size_;
   const bool oversubscribed = wait_policy(cancel.threads()).yields > 0;
   if (count * item <= (oversubscribed ? kLeaderMaxBytesOversubscribed : kLeaderMaxBytes)) {
     // The last member to arrive reduces once and fills every output before it releases the
@@ -193,17 +218,20 @@ void CpuExchange::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count
       ReduceKind op;
       DType dtype;
       int64_t count;
-    } job{op, dtype, count};
-    exchange(rank, in, out, keep, cancel, [this, &job](const std::vector<Slot>& slots) {
-      Inputs ins(size_);
-      for (int q = 0; q < size_; ++q) ins[q] = slots[q].in;
-      reduce_inputs(job.op, job.dtype, ins.data(), size_, slots[0].out, 0, job.count);
-      const int64_t bytes = job.count * itemsize(job.dtype);
-      for (int q = 1; q < size_; ++q) std::memcpy(slots[q].out, slots[0].out, bytes);
-    });
-    return;
+      int outputs;
+    } job{op, dtype, count, outputs};
+    return exchange(
+        rank, in, out, keep, cancel,
+        [this, &job](const std::vector<Slot>& slots) {
+          Inputs ins(size_);
+          for (int q = 0; q < size_; ++q) ins[q] = slots[q].in;
+          reduce_inputs(job.op, job.dtype, ins.data(), size_, slots[0].out, 0, job.count);
+          const int64_t bytes = job.count * itemsize(job.dtype);
+          for (int q = 1; q < job.outputs; ++q) std::memcpy(slots[q].out, slots[0].out, bytes);
+        },
+        out_keep);
   }
-  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel, nullptr, out_keep);
   Inputs ins(size_);
   for (int q = 0; q < size_; ++q) ins[q] = set[q].in;
   // Owner-computes: chunks are multiples of 64 bytes so that no two owners share a cache line.
@@ -214,24 +242,27 @@ void CpuExchange::all_reduce(int rank, ReduceKind op, DType dtype, int64_t count
   const int64_t end = std::min(count, begin + chunk);
   // Large outputs are written with streaming stores from a small reduced block, own output
   // included, so that they do not evict the inputs (which then stay in the last-level cache).
-  const bool stream = count * item >= kStreamMinBytes;
+  const bool stream = outputs > 1 && count * item >= kStreamMinBytes;
   thread_local std::vector<char> staging;
   if (stream && static_cast<int64_t>(staging.size()) < block * item + 64) {
     staging.resize(block * item + 64);
   }
   char* reduced_base =
       reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(staging.data()) + 63) / 64 * 64);
+  // Without streaming, the block is reduced straight into the first output written.
+  const int first = shared ? 0 : rank;
   for (int64_t b = begin; b < end; b += block) {
     int64_t e = std::min(end, b + block);
-    char* reduced = stream ? reduced_base : static_cast<char*>(out) + b * item;
+    char* reduced = stream ? reduced_base : static_cast<char*>(set[first].out) + b * item;
     reduce_inputs(op, dtype, ins.data(), size_, reduced, b, e);
-    for (int j = stream ? 0 : 1; j < size_; ++j) {  // after self, so owners spread their writes
-      int q = (rank + j) % size_;
+    for (int j = stream ? 0 : 1; j < outputs; ++j) {  // after self, so owners spread their writes
+      int q = (first + j) % size_;
       store_block(static_cast<char*>(set[q].out) + b * item, reduced, (e - b) * item, stream);
     }
   }
   store_fence(stream);
   arrive(cancel);  // every output is complete only when every owner is done
+  return set;
 }
 
 void CpuExchange::reduce_scatter(int rank, ReduceKind op, DType dtype, int64_t outer, int64_t inner,
@@ -277,6 +308,17 @@ void CpuExchange::permute(int rank, int src, int64_t bytes, const void* in, void
   } else {
     std::memcpy(out, set[src].in, bytes);
   }
+}
+
+Communicator::Lent CpuExchange::permute_shared(int rank, int src, int64_t bytes, const void* in,
+                                               void* out, const Communicator::Keep& keep,
+                                               Cancel& cancel) {
+  const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
+  if (src < 0) {
+    std::memset(out, 0, bytes);
+    return {};
+  }
+  return {set[src].keep, set[src].in};
 }
 
 void CpuExchange::barrier(int rank, Cancel& cancel) {

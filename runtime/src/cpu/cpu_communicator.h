@@ -10,6 +10,9 @@
 //     "everyone reduces everything");
 //   - large all-reduce: owner-computes, member r reduces chunk r in cache-sized blocks and writes
 //     it to every output, then a second barrier (XLA's in-process scheme);
+//   - shared all-reduce (all_reduce_shared): the same two schemes, but writing only rank 0's
+//     output, which is lent to every member (arrays are immutable);
+//   - shared permute (permute_shared): the source's input itself is lent, nothing is copied;
 //   - reduce_scatter, all_gather, all_to_all, permute: each member pulls what it needs.
 // Reductions visit inputs in rank order, so every algorithm and schedule gives identical bits.
 #pragma once
@@ -32,6 +35,11 @@ class CpuExchange {
 
   void all_reduce(int rank, ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
                   const Communicator::Keep& keep, Cancel& cancel);
+  // The result in rank 0's `out` only, lent to the other members.
+  Communicator::Lent all_reduce_shared(int rank, ReduceKind op, DType dtype, int64_t count,
+                                       const void* in, void* out,
+                                       const Communicator::Keep& out_keep,
+                                       const Communicator::Keep& keep, Cancel& cancel);
   void reduce_scatter(int rank, ReduceKind op, DType dtype, int64_t outer, int64_t inner,
                       const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel);
   void all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in, void* out,
@@ -40,6 +48,9 @@ class CpuExchange {
                   const Communicator::Keep& keep, Cancel& cancel);
   void permute(int rank, int src, int64_t bytes, const void* in, void* out,
                const Communicator::Keep& keep, Cancel& cancel);
+  // The source's input lent (zeros in `out` when src < 0).
+  Communicator::Lent permute_shared(int rank, int src, int64_t bytes, const void* in, void* out,
+                                    const Communicator::Keep& keep, Cancel& cancel);
   void barrier(int rank, Cancel& cancel);
   void abort();
   // Between calls: drops kept inputs; false when aborted or the members are out of step.
@@ -52,6 +63,7 @@ class CpuExchange {
     const void* in = nullptr;
     void* out = nullptr;
     Communicator::Keep keep;
+    Communicator::Keep out_keep;  // all_reduce_shared: what keeps `out` alive
   };
   struct alignas(64) Counter {
     uint32_t ops = 0;  // collectives this member has run; its parity picks the slot set
@@ -61,7 +73,13 @@ class CpuExchange {
   // before it releases the others.
   const std::vector<Slot>& exchange(
       int rank, const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel,
-      const std::function<void(const std::vector<Slot>&)>& leader_work = nullptr);
+      const std::function<void(const std::vector<Slot>&)>& leader_work = nullptr,
+      const Communicator::Keep& out_keep = nullptr);
+  // all_reduce into every member's `out`, or into rank 0's only (`shared`); returns the slot set.
+  const std::vector<Slot>& reduce_all(int rank, ReduceKind op, DType dtype, int64_t count,
+                                      const void* in, void* out, const Communicator::Keep& keep,
+                                      const Communicator::Keep& out_keep, bool shared,
+                                      Cancel& cancel);
   // Waits until every member has called arrive() as many times as this one; the last to arrive
   // runs `leader_work` first.
   void arrive(Cancel& cancel, const std::function<void()>& leader_work = nullptr);
@@ -86,6 +104,10 @@ class CpuCommunicator final : public Communicator {
                   const Keep& keep, Cancel& cancel) override {
     exchange_->all_reduce(rank_, op, dtype, count, in, out, keep, cancel);
   }
+  Lent all_reduce_shared(ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
+                         const Keep& out_keep, const Keep& keep, Cancel& cancel) override {
+    return exchange_->all_reduce_shared(rank_, op, dtype, count, in, out, out_keep, keep, cancel);
+  }
   void reduce_scatter(ReduceKind op, DType dtype, int64_t outer, int64_t inner, const void* in,
                       void* out, const Keep& keep, Cancel& cancel) override {
     exchange_->reduce_scatter(rank_, op, dtype, outer, inner, in, out, keep, cancel);
@@ -101,6 +123,11 @@ class CpuCommunicator final : public Communicator {
   void permute(int src, int64_t bytes, const void* in, void* out, const Keep& keep,
                Cancel& cancel) override {
     exchange_->permute(rank_, src, bytes, in, out, keep, cancel);
+  }
+  bool lends_inputs() const override { return true; }
+  Lent permute_shared(int src, int64_t bytes, const void* in, void* out, const Keep& keep,
+                      Cancel& cancel) override {
+    return exchange_->permute_shared(rank_, src, bytes, in, out, keep, cancel);
   }
   void barrier(Cancel& cancel) override { exchange_->barrier(rank_, cancel); }
   void abort() override { exchange_->abort(); }
