@@ -315,7 +315,7 @@ Communicator::Lent CpuExchange::permute_shared(int rank, int src, int64_t bytes,
                                                Cancel& cancel) {
   const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);
   if (src < 0) {
-    std::memset(out, 0, bytes);
+    if (bytes > 0) std::memset(out, 0, bytes);  // (an empty array may have no memory)
     return {};
   }
   return {set[src].keep, set[src].in};
