@@ -17,6 +17,7 @@
 // Times are median (min, for GFLOP/s the best) of reps of calibrated call counts.
 //
 //   build/bench/kernels_bench [--reps=7] [--quick]   (--quick: n = 256 only)
+#include <blis.h>
 #include <cblas.h>
 #include <fmt/core.h>
 
@@ -277,7 +278,11 @@ void matmul_table(const RunSettings& settings) {
 int main(int argc, char** argv) {
   const RunSettings settings = run_settings(argc, argv);
   initialize({.cpu_devices = 2});
-  fmt::print("spmd kernels benchmark\n");
+  // BLIS picks its kernels by the CPU it detects (a VM may hide what it needs: docs/user-guide.md).
+  // (Initialized first: before that, BLIS_ARCH_TYPE makes the query fail.)
+  bli_init();
+  fmt::print("spmd kernels benchmark (BLIS {}, kernels for '{}')\n", bli_info_get_version_str(),
+             bli_arch_string(bli_arch_query_id()));
   transpose_table(settings);
   matmul_table(settings);
   return 0;
