@@ -26,6 +26,10 @@
 #include "cpu/cpu_loop.h"
 #include "spmd/errors.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 namespace spmd::internal {
 namespace {
 
@@ -212,6 +216,65 @@ void blas_matmul(ConstView a, const ConstView& b, const MutView& c) {
   }
 }
 
+// A transpose tile: dst[i * dst_row + j] = block[j][i] for i < ni, j < nj.
+template <class U, int64_t kTile>
+void transpose_block(const U (&block)[kTile][kTile], int64_t ni, int64_t nj, U* dst,
+                     int64_t dst_row) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(U) == 4) {
+    // 4 x 4 at a time in registers (shuffles move bits: NaN payloads survive).
+    for (; i + 4 <= ni; i += 4) {
+      int64_t j = 0;
+      for (; j + 4 <= nj; j += 4) {
+        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(&block[j][i]));
+        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(&block[j + 1][i]));
+        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(&block[j + 2][i]));
+        __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(&block[j + 3][i]));
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(reinterpret_cast<float*>(dst + i * dst_row + j), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(dst + (i + 1) * dst_row + j), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(dst + (i + 2) * dst_row + j), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(dst + (i + 3) * dst_row + j), r3);
+      }
+      for (int64_t q = i; q < i + 4; ++q) {
+        for (int64_t jj = j; jj < nj; ++jj) dst[q * dst_row + jj] = block[jj][q];
+      }
+    }
+  }
+#endif
+  for (; i < ni; ++i) {
+    for (int64_t j = 0; j < nj; ++j) dst[i * dst_row + j] = block[j][i];
+  }
+}
+
+// dst[i * dst_row + j] = src[j * src_row + i] for i < rows, j < cols, tile by tile: a tile's src
+// rows are copied to a block on the stack, which is transposed into dst's rows. Walking a tile's
+// columns in memory instead touches kTile lines a row apart, which with a power-of-two row
+// length all fall in one cache set and evict each other (a 1024 x 1024 f32 transpose cost 38
+// dense copies; 5 this way, docs/benchmarks.md).
+template <class U>
+void transpose_plane(U* dst, const U* src, int64_t rows, int64_t cols, int64_t dst_row,
+                     int64_t src_row) {
+  constexpr int64_t kTile = 32;
+  alignas(64) U block[kTile][kTile];
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t ni = std::min(kTile, rows - i0);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t nj = std::min(kTile, cols - j0);
+      for (int64_t j = 0; j < nj; ++j) {
+        const U* const row = src + (j0 + j) * src_row + i0;
+        if (ni == kTile) {  // a constant length: an inline vector copy, not a call
+          for (int64_t i = 0; i < kTile; ++i) block[j][i] = row[i];
+        } else {
+          for (int64_t i = 0; i < ni; ++i) block[j][i] = row[i];
+        }
+      }
+      transpose_block(block, ni, nj, dst + i0 * dst_row + j0, dst_row);
+    }
+  }
+}
+
 }  // namespace
 
 void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
@@ -232,7 +295,12 @@ void CpuKernels::copy(const ConstView& src, const MutView& dst) const {
               }
               return;
             }
-            // Square tiles, so that a transpose reads and writes whole cache lines.
+            if (s[0] == 1 && r[1] == 1) {
+              // dst rows are src columns: a transpose.
+              return transpose_plane(pd + o[0], ps + o[1], rows, n, r[0], s[1]);
+            }
+            // Other strides (reversed, broadcast, strided outputs): square tiles, so that each
+            // side reads or writes whole cache lines.
             constexpr int64_t kTile = 32;
             for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
               for (int64_t j0 = 0; j0 < n; j0 += kTile) {
