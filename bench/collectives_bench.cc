@@ -7,7 +7,8 @@
 // bandwidth floor), and a barrier then that memcpy (the floor of a collective that meets and moves
 // S bytes per device: where devices outnumber cores, the plain memcpy runs k copies per time slice
 // from cache, while anything that meets every op interleaves the devices' data on each core). The
-// primary results are the per-rep ratios to those references; absolute
+// primary results are the per-rep ratios to those references, and the spread of each series of
+// reps (median over minimum) beside the references' spreads in the same reps; absolute
 // times, algbw and busbw (nccl-tests' formulas) are informational. With OpenMPI installed it also
 // runs the same collectives through MPI (bench/mpi_collectives.cc) in alternating rounds and
 // reports spmd's speedup.
@@ -87,8 +88,15 @@ void check_result(const std::string& op, int n, const Array& block, int device) 
   }
 }
 
+// Median over minimum of a series of reps: how much the slower half of the reps lost to the
+// fastest (the target for every collective is at most 1.2; docs/benchmarks.md).
+double spread(const std::vector<double>& reps) { return median(reps) / minimum(reps); }
+
 struct Result {
   double median_us, min_us, ratio_barrier, ratio_memcpy, ratio_synced;
+  // spread() of the collective's reps, and of each reference's reps in the same process: how
+  // much the machine itself moved while the collective was timed.
+  double spread, spread_barrier, spread_memcpy, spread_synced;
 };
 
 class Bench {
@@ -139,8 +147,9 @@ class Bench {
       ratio_memcpy.push_back(t[op].back() / t["memcpy"].back());
       ratio_synced.push_back(t[op].back() / t["synced memcpy"].back());
     }
-    return Result{median(t[op]) * 1e6, minimum(t[op]) * 1e6, median(ratio_barrier),
-                  median(ratio_memcpy), median(ratio_synced)};
+    return Result{median(t[op]) * 1e6,  minimum(t[op]) * 1e6, median(ratio_barrier),
+                  median(ratio_memcpy), median(ratio_synced), spread(t[op]),
+                  spread(t["barrier"]), spread(t["memcpy"]),  spread(t["synced memcpy"])};
   }
 
  private:
@@ -172,22 +181,26 @@ std::string mpi_binary(const char* argv0) {
   return std::filesystem::exists(mpi) ? mpi.string() : "";
 }
 
-// Median µs per size from one mpirun of bench/mpi_collectives.
-std::map<int64_t, double> run_mpi(const std::string& binary, const std::string& op, int n,
-                                  const std::vector<int64_t>& sizes, const Options& options) {
+struct MpiTime {
+  double median_us, min_us;
+};
+
+// Median and minimum µs per size from one mpirun of bench/mpi_collectives.
+std::map<int64_t, MpiTime> run_mpi(const std::string& binary, const std::string& op, int n,
+                                   const std::vector<int64_t>& sizes, const Options& options) {
   const std::string size_list = fmt::format("{}", fmt::join(sizes, ","));
   std::string cmd = fmt::format(
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
       "mpirun --oversubscribe -np {} {} --op={} --sizes={} --reps={} --target-ms={} 2>/dev/null",
       n, binary, op, size_list, options.reps, options.target_s * 1e3);
-  std::map<int64_t, double> out;
+  std::map<int64_t, MpiTime> out;
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) return out;
   char line[256];
   while (fgets(line, sizeof(line), pipe.get()) != nullptr) {
     long long size = 0;
     double med = 0, min = 0;
-    if (std::sscanf(line, "%lld %lf %lf", &size, &med, &min) == 3) out[size] = med;
+    if (std::sscanf(line, "%lld %lf %lf", &size, &med, &min) == 3) out[size] = {med, min};
   }
   return out;
 }
@@ -207,28 +220,35 @@ void compare_with_mpi(const Options& options, const char* argv0) {
       "\nspmd vs OpenMPI, {} ranks/devices, {} alternating rounds (speedup = MPI time / "
       "spmd time, median over rounds)\n",
       n, options.rounds);
-  fmt::print("| op | size | spmd µs | MPI µs | speedup |\n|---|---|---|---|---|\n");
+  fmt::print(
+      "| op | size | spmd µs | MPI µs | speedup | spmd median / min | MPI median / min "
+      "|\n|---|---|---|---|---|---|---|\n");
   Bench bench(n, options);
   for (const std::string& op : options.ops) {
-    std::map<int64_t, std::vector<double>> speedups, ours, theirs;
+    // Per size, one entry per round; the spreads printed are the worst round's.
+    std::map<int64_t, std::vector<double>> speedups, ours, theirs, our_spread, their_spread;
     for (int round = 0; round < options.rounds; ++round) {
-      std::map<int64_t, double> spmd_us;
-      for (int64_t s : options.mpi_sizes) spmd_us[s] = bench.measure(op, s).median_us;
-      std::map<int64_t, double> mpi_us = run_mpi(binary, op, n, options.mpi_sizes, options);
+      std::map<int64_t, Result> spmd;
+      for (int64_t s : options.mpi_sizes) spmd.emplace(s, bench.measure(op, s));
+      std::map<int64_t, MpiTime> mpi = run_mpi(binary, op, n, options.mpi_sizes, options);
       for (int64_t s : options.mpi_sizes) {
-        if (!mpi_us.count(s)) continue;
-        ours[s].push_back(spmd_us[s]);
-        theirs[s].push_back(mpi_us[s]);
-        speedups[s].push_back(mpi_us[s] / spmd_us[s]);
+        if (!mpi.count(s)) continue;
+        ours[s].push_back(spmd.at(s).median_us);
+        our_spread[s].push_back(spmd.at(s).spread);
+        theirs[s].push_back(mpi[s].median_us);
+        their_spread[s].push_back(mpi[s].median_us / mpi[s].min_us);
+        speedups[s].push_back(mpi[s].median_us / spmd.at(s).median_us);
       }
     }
     for (int64_t s : options.mpi_sizes) {
       if (speedups[s].empty()) {
-        fmt::print("| {} | {} | - | MPI run failed | - |\n", op, size_label(s));
+        fmt::print("| {} | {} | - | MPI run failed | - | - | - |\n", op, size_label(s));
         continue;
       }
-      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.2f}x |\n", op, size_label(s), median(ours[s]),
-                 median(theirs[s]), median(speedups[s]));
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.2f}x | {:.2f} | {:.2f} |\n", op, size_label(s),
+                 median(ours[s]), median(theirs[s]), median(speedups[s]),
+                 *std::max_element(our_spread[s].begin(), our_spread[s].end()),
+                 *std::max_element(their_spread[s].begin(), their_spread[s].end()));
     }
   }
 }
@@ -273,16 +293,20 @@ int main(int argc, char** argv) {
   for (int n : options.devices) {
     fmt::print("\n{} devices: barrier reference {} \n", n, "(empty collective)");
     fmt::print(
-        "| op | size | median µs | min µs | / barrier | / memcpy | / synced memcpy | algbw GB/s | "
-        "busbw GB/s |\n|---|---|---|---|---|---|---|---|---|\n");
+        "| op | size | median µs | min µs | median / min | references' median / min (barrier, "
+        "memcpy, synced) | / barrier | / memcpy | / synced memcpy | algbw GB/s | busbw GB/s "
+        "|\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     Bench bench(n, options);
     for (const std::string& op : options.ops) {
       for (int64_t s : options.sizes) {
         Result r = bench.measure(op, s);
         double algbw = static_cast<double>(s) / (r.median_us * 1e-6) / 1e9;
-        fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n",
-                   op, size_label(s), r.median_us, r.min_us, r.ratio_barrier, r.ratio_memcpy,
-                   r.ratio_synced, algbw, algbw * bus_factor(op, n));
+        fmt::print(
+            "| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} / {:.2f} / {:.2f} | {:.2f} | {:.2f} | "
+            "{:.2f} | {:.2f} | {:.2f} |\n",
+            op, size_label(s), r.median_us, r.min_us, r.spread, r.spread_barrier, r.spread_memcpy,
+            r.spread_synced, r.ratio_barrier, r.ratio_memcpy, r.ratio_synced, algbw,
+            algbw * bus_factor(op, n));
         std::fflush(stdout);
       }
     }
