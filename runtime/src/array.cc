@@ -139,14 +139,17 @@ Array array_from_buffer(DType dtype, const Shape& shape, std::shared_ptr<Buffer>
     impl->home = ImplCache::home();
   } else {
     impl->dtype = dtype;
-    impl->shape = shape;
+    // A loop of ops makes arrays of one shape: an impl recycled there already holds it.
+    if (impl->shape != shape) impl->shape = shape;
     impl->sharding = Sharding(device);
     impl->deleted.store(false, std::memory_order_relaxed);
   }
   ShardData& shard = impl->shards[0];
   shard.device = device;
-  set_full_index(shape, shard.index);
-  shard.shape = shape;
+  if (shard.shape != shape) {
+    set_full_index(shape, shard.index);
+    shard.shape = shape;
+  }
   shard.offset = offset;
   shard.buffer = std::move(buffer);
   return ArrayAccess::wrap(std::shared_ptr<ArrayImpl>(
@@ -203,10 +206,14 @@ const Kernels& kernels() { return kernels(current_device()); }
 
 ConstView const_view(const Array& a) {
   const ShardData& s = single_shard(a);
-  Dims shape(s.shape);
-  Strides strides = dense_strides(shape);
-  return ConstView{static_cast<const char*>(s.buffer->data()) + s.offset,
-                   ArrayAccess::impl(a).dtype, std::move(shape), std::move(strides)};
+  ConstView v{static_cast<const char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
+              s.shape, Strides(s.shape.size())};
+  int64_t step = 1;
+  for (size_t d = s.shape.size(); d-- > 0;) {
+    v.strides[d] = step;
+    step *= s.shape[d];
+  }
+  return v;
 }
 
 MutView mut_view(const Array& a) {
@@ -218,7 +225,7 @@ MutView mut_view(const Array& a) {
 ConstView broadcast_view(const Array& a, const Shape& shape) {
   const ShardData& s = single_shard(a);
   ConstView v{static_cast<const char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
-              shape, Strides(shape.size(), 0)};
+              shape, Strides(shape.size())};
   // a's dense strides on the trailing dimensions whose extents match; 0 where a broadcasts.
   const size_t lead = shape.size() - s.shape.size();
   int64_t step = 1;

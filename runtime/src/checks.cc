@@ -52,7 +52,8 @@ int64_t checked_size_slow(const Shape& shape, std::string_view api, std::string_
   return size;
 }
 
-int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api, std::string_view arg) {
+int64_t checked_bytes_slow(const Shape& shape, DType dtype, std::string_view api,
+                           std::string_view arg) {
   const int64_t size = checked_size(shape, api, arg);
   // Like the count, the bytes spanned by the nonzero extents must fit (strides in bytes). Their
   // product fits: checked_size checked it. (Every new array comes here: nothing is allocated.)

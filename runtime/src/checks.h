@@ -34,10 +34,20 @@ inline int64_t checked_size(const Shape& shape, std::string_view api,
     fast = fast && extent > 0 && !__builtin_mul_overflow(size, extent, &size);
   return fast ? size : checked_size_slow(shape, api, arg);
 }
+// The checks of checked_bytes with their messages (see checked_size_slow).
+int64_t checked_bytes_slow(const Shape& shape, DType dtype, std::string_view api,
+                           std::string_view arg);
 // checked_size, and the byte count of an array of `dtype` over `shape` (over its nonzero extents
 // when it has a zero one) must fit in int64 too.
-int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api,
-                      std::string_view arg = "shape");
+inline int64_t checked_bytes(const Shape& shape, DType dtype, std::string_view api,
+                             std::string_view arg = "shape") {
+  // Every new array comes here; the fast path of checked_size, in bytes.
+  int64_t bytes = itemsize(dtype);
+  bool fast = true;
+  for (int64_t extent : shape)
+    fast = fast && extent > 0 && !__builtin_mul_overflow(bytes, extent, &bytes);
+  return fast ? bytes : checked_bytes_slow(shape, dtype, api, arg);
+}
 // Sets `product` to the product of `factors` (each >= 0); false when the product of the nonzero
 // factors overflows int64.
 bool checked_product(const std::vector<int64_t>& factors, int64_t& product);

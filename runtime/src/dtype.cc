@@ -129,6 +129,7 @@ DType real_dtype(DType dt) {
 DType promote_types(DType a, DType b) {
   info(a);  // rejects invalid enumerators before they take part in the lattice
   info(b);
+  if (a == b) return a;  // every eager op on two arrays of one dtype asks
   // The least common upper bound: the one whose own upper bounds hold all the common ones.
   const uint32_t common = kUpperBounds[node(a)] & kUpperBounds[node(b)];
   for (int n = 0; n < kNodes; ++n) {

@@ -139,6 +139,33 @@ TEST(DimsTest, HoldsSixInlineAndMoreOnTheHeap) {
   EXPECT_TRUE(Dims().empty());
 }
 
+TEST(DimsTest, CopiesAndMovesBetweenInlineAndHeap) {
+  const Dims small{1, 2}, big{1, 2, 3, 4, 5, 6, 7, 8};
+  Dims a = big;  // heap copy
+  EXPECT_EQ(a, big);
+  a = small;  // heap -> inline
+  EXPECT_EQ(a, small);
+  a.push_back(3);  // still usable after shrinking
+  EXPECT_EQ(a, (Dims{1, 2, 3}));
+  Dims moved = std::move(a);  // inline move
+  EXPECT_EQ(moved, (Dims{1, 2, 3}));
+  Dims b = big;
+  Dims c = std::move(b);  // heap move leaves b empty and usable
+  EXPECT_EQ(c, big);
+  EXPECT_TRUE(b.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  b.push_back(4);
+  EXPECT_EQ(b, Dims{4});
+  c = Dims{9};  // move-assign inline over heap
+  EXPECT_EQ(c, Dims{9});
+  c.push_back(8);
+  EXPECT_EQ(c, (Dims{9, 8}));
+  c = Dims(big);  // move-assign heap over inline
+  EXPECT_EQ(c, big);
+  const Dims& same = c;
+  c = same;  // self-assignment keeps the elements
+  EXPECT_EQ(c, big);
+}
+
 TEST(DenseStridesTest, RowMajor) {
   EXPECT_EQ(dense_strides({2, 3, 4}), (Strides{12, 4, 1}));
   EXPECT_EQ(dense_strides({5}), (Strides{1}));
@@ -205,7 +232,7 @@ void expect_transposed_bits(int64_t rows, int64_t cols) {
   for (size_t i = 0; i < src.size(); ++i) {
     uint64_t bits = 0x7ff4000000000000ULL + i * 0x9e3779b97f4a7c15ULL;  // NaN payloads among them
     if constexpr (sizeof(T) == 4) bits = 0x7fa00000u + static_cast<uint32_t>(i) * 2654435761u;
-    std::memcpy(&src[i], &bits, std::min(sizeof(T), sizeof(bits)));
+    std::memcpy(static_cast<void*>(&src[i]), &bits, std::min(sizeof(T), sizeof(bits)));
   }
   std::vector<T> dst(src.size());
   kernels().copy(in(src, {cols, rows}, {1, cols}), out(dst, {cols, rows}));

@@ -26,7 +26,7 @@ class SmallVector {
   SmallVector() = default;
   explicit SmallVector(size_t n, T value = T{}) : size_(n) {
     if (n <= kInline) {
-      std::fill_n(inline_, n, value);
+      for (size_t i = 0; i < kInline; ++i) inline_[i] = value;  // (fixed count: no memset call)
     } else {
       heap_.assign(n, value);
     }
@@ -37,7 +37,10 @@ class SmallVector {
     if constexpr (std::random_access_iterator<It>) {
       size_ = static_cast<size_t>(last - first);
       if (size_ <= kInline) {
-        std::copy(first, last, inline_);
+        // A fixed count, unrolled, instead of a memmove call for a handful of elements.
+        for (size_t i = 0; i < kInline; ++i) {
+          if (i < size_) inline_[i] = first[i];
+        }
       } else {
         heap_.assign(first, last);
       }
@@ -47,6 +50,36 @@ class SmallVector {
   }
   SmallVector(const std::vector<T>& values)  // NOLINT(google-explicit-constructor)
       : SmallVector(values.begin(), values.end()) {}
+  // Copies touch the heap only when it is in use: views are copied and moved on every op, and the
+  // vector's own copy costs more than the inline elements. A moved-from vector is empty if it held
+  // its elements on the heap, else unchanged; either way usable.
+  SmallVector(const SmallVector& other) : size_(other.size_) {
+    std::copy_n(other.inline_, kInline, inline_);
+    if (size_ > kInline) heap_ = other.heap_;
+  }
+  SmallVector(SmallVector&& other) noexcept : size_(other.size_) {
+    std::copy_n(other.inline_, kInline, inline_);
+    if (size_ > kInline) {
+      heap_ = std::move(other.heap_);
+      other.size_ = 0;
+    }
+  }
+  SmallVector& operator=(const SmallVector& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+  SmallVector& operator=(SmallVector&& other) noexcept {
+    if (this == &other) return *this;
+    std::copy_n(other.inline_, kInline, inline_);
+    if (other.size_ > kInline) {
+      heap_ = std::move(other.heap_);
+    } else if (size_ > kInline) {
+      heap_.clear();
+    }
+    size_ = other.size_;
+    if (size_ > kInline) other.size_ = 0;
+    return *this;
+  }
   operator std::vector<T>() const { return {begin(), end()}; }  // NOLINT
 
   size_t size() const { return size_; }
@@ -70,6 +103,17 @@ class SmallVector {
     if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
     heap_.push_back(v);
     ++size_;
+  }
+  template <class It>
+  void assign(It first, It last) {
+    const auto n = static_cast<size_t>(last - first);
+    if (n <= kInline) {
+      heap_.clear();
+      std::copy(first, last, inline_);
+    } else {
+      heap_.assign(first, last);
+    }
+    size_ = n;
   }
   void clear() {
     size_ = 0;

@@ -127,26 +127,28 @@ void map_views(F f, const MutView& y, const std::array<const ConstView*, sizeof.
   constexpr size_t kN = 1 + sizeof...(TX);
   auto* const py = static_cast<StorageOf<TY>*>(y.data);
   const std::tuple px{static_cast<const StorageOf<TX>*>(x[I]->data)...};
-  Loop<kN>(y.shape, {&y.strides, &x[I]->strides...})
-      .run([&](int64_t n, const Offsets<kN>& o, const Offsets<kN>& s) {
-        StorageOf<TY>* const yp = py + o[0];
-        const std::tuple xp{(std::get<I>(px) + o[I + 1])...};
-        const int unit = ((s[I + 1] == 1 ? 1 : 0) + ... + 0);
-        const int broadcast = ((s[I + 1] == 0 ? 1 : 0) + ... + 0);
-        if (s[0] == 1 && unit == static_cast<int>(sizeof...(TX))) {
-          return dense_run<-1, TY, TX...>(f, yp, xp, n, inputs);
-        }
-        if (s[0] == 1 && broadcast == 1 && unit == static_cast<int>(sizeof...(TX)) - 1) {
-          // One scalar operand: the run for its position.
-          ((s[I + 1] == 0 ? dense_run<static_cast<int>(I), TY, TX...>(f, yp, xp, n, inputs)
-                          : void()),
-           ...);
-          return;
-        }
-        for (int64_t i = 0; i < n; ++i) {
-          store<TY>(yp + i * s[0], f(load<TX>(std::get<I>(xp) + i * s[I + 1])...));
-        }
-      });
+  auto run = [&](int64_t n, const Offsets<kN>& o, const Offsets<kN>& s) {
+    StorageOf<TY>* const yp = py + o[0];
+    const std::tuple xp{(std::get<I>(px) + o[I + 1])...};
+    const int unit = ((s[I + 1] == 1 ? 1 : 0) + ... + 0);
+    const int broadcast = ((s[I + 1] == 0 ? 1 : 0) + ... + 0);
+    if (s[0] == 1 && unit == static_cast<int>(sizeof...(TX))) {
+      return dense_run<-1, TY, TX...>(f, yp, xp, n, inputs);
+    }
+    if (s[0] == 1 && broadcast == 1 && unit == static_cast<int>(sizeof...(TX)) - 1) {
+      // One scalar operand: the run for its position.
+      ((s[I + 1] == 0 ? dense_run<static_cast<int>(I), TY, TX...>(f, yp, xp, n, inputs) : void()),
+       ...);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      store<TY>(yp + i * s[0], f(load<TX>(std::get<I>(xp) + i * s[I + 1])...));
+    }
+  };
+  // Rank 0 and 1 are one run already (the small ops of a training step): no Loop to build.
+  if (y.shape.size() == 0) return run(1, {}, {});
+  if (y.shape.size() == 1) return run(y.shape[0], {}, {y.strides[0], x[I]->strides[0]...});
+  Loop<kN>(y.shape, {&y.strides, &x[I]->strides...}).run(run);
 }
 
 template <class TY, class... TX, class F, class... Views>
