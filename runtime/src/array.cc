@@ -81,12 +81,13 @@ void recycle(ArrayImpl* impl) {
 }
 
 // Small CPU buffers are kept per thread with their memory too, for the next array of the same
-// size on the same device (a loop of small ops): no trip to the device's allocator and its lock.
+// size (a loop of small ops): no trip to the device's allocator and its lock.
 constexpr size_t kCachedBufferBytes = 4096;
 struct CachedBuffer;
 using BufferCache = ThreadCache<CachedBuffer, 16, destroy<CachedBuffer>>;
 struct CachedBuffer final : Buffer {
   CachedBuffer(Device device, size_t bytes) : Buffer(device, bytes), home(BufferCache::home()) {}
+  using Buffer::move_to;
   const void* home;  // the thread whose cache may keep it
 };
 
@@ -98,9 +99,15 @@ std::shared_ptr<Buffer> new_buffer(const Device& device, size_t bytes) {
   if (bytes > kCachedBufferBytes || device.platform != Platform::kCpu) {
     return std::make_shared<Buffer>(device, bytes);
   }
-  CachedBuffer* buffer = BufferCache::take_if(
-      [&](const CachedBuffer& b) { return b.bytes() == bytes && b.device() == device; });
-  if (buffer == nullptr) buffer = new CachedBuffer(device, bytes);
+  // Any CPU device's buffer will do: a thread runs the bodies of several devices in turn (idle
+  // threads help), and buffers kept for one device only were never reused by the next body.
+  CachedBuffer* buffer =
+      BufferCache::take_if([&](const CachedBuffer& b) { return b.bytes() == bytes; });
+  if (buffer == nullptr) {
+    buffer = new CachedBuffer(device, bytes);
+  } else if (!(buffer->device() == device)) {
+    buffer->move_to(device);
+  }
   return std::shared_ptr<Buffer>(buffer, static_cast<void (*)(CachedBuffer*)>(recycle),
                                  ThreadCachedAllocator<Buffer>());
 }

@@ -806,6 +806,61 @@ TEST(CpuReduceTest, PairwiseSumIsDeterministicOverTheFlattenedRange) {
   }
 }
 
+// Column sums (outputs contiguous in the input: sum(x, 0) of a row-major matrix) run row by row;
+// each output must still get the bits of summing its own column alone, for every row count around
+// the pairwise blocks and levels, with signed zeros, infinities and NaNs among the values.
+template <class T>
+void expect_column_sums_match_columns(int64_t rows, int64_t n) {
+  std::vector<T> x(static_cast<size_t>(rows * n));
+  uint32_t state = static_cast<uint32_t>(rows * 131 + n);
+  for (size_t i = 0; i < x.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    const float v = static_cast<float>(state >> 8) * 0x1p-20f - 8.0f;
+    x[i] = static_cast<T>(i % 97 == 5 ? -0.0f : v);
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (x.size() > 40) x[40] = std::numeric_limits<T>::infinity();
+    if (x.size() > 77) x[77] = std::numeric_limits<T>::quiet_NaN();
+  }
+  const auto sums = reduce<T>(ReduceOp::kSum, in(x, {n, rows}, {1, n}), 1);
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<T> column(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) column[r] = x[r * n + j];
+    const T alone = reduce<T>(ReduceOp::kSum, in(column, {rows}), 1)[0];
+    ASSERT_EQ(std::memcmp(&sums[j], &alone, sizeof(T)), 0)
+        << rows << " x " << n << ", column " << j << ": " << sums[j] << " vs " << alone;
+  }
+}
+
+TEST(CpuReduceTest, ColumnSumsGiveEachColumnsBits) {
+  for (const int64_t rows : {1, 15, 16, 17, 33, 48, 1000, 4099}) {
+    for (const int64_t n : {2, 7, 128}) {
+      expect_column_sums_match_columns<float>(rows, n);
+      expect_column_sums_match_columns<double>(rows, n);
+      expect_column_sums_match_columns<int32_t>(rows, n);
+    }
+  }
+  // bfloat16 accumulates in float and rounds once, as a column alone does.
+  std::vector<bfloat16_t> h;
+  for (int i = 0; i < 300 * 3; ++i) h.emplace_back(static_cast<float>(i % 11) * 0.37f);
+  const auto sums = reduce<bfloat16_t>(ReduceOp::kSum, in(h, {3, 300}, {1, 3}), 1);
+  for (int j = 0; j < 3; ++j) {
+    std::vector<bfloat16_t> column;
+    for (int r = 0; r < 300; ++r) column.push_back(h[r * 3 + j]);
+    EXPECT_EQ(sums[j].bits, reduce<bfloat16_t>(ReduceOp::kSum, in(column, {300}), 1)[0].bits);
+  }
+  // Two reduced dimensions: positions in row-major order of [4, 9], outputs innermost.
+  std::vector<float> y(4 * 9 * 5);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = 1.0f / static_cast<float>(i + 1);
+  const auto both = reduce<float>(ReduceOp::kSum, in(y, {5, 4, 9}, {1, 45, 5}), 2);
+  for (int j = 0; j < 5; ++j) {
+    std::vector<float> column;
+    for (int p = 0; p < 36; ++p) column.push_back(y[p * 5 + j]);
+    const float alone = reduce<float>(ReduceOp::kSum, in(column, {36}), 1)[0];
+    EXPECT_EQ(std::memcmp(&both[j], &alone, sizeof(float)), 0) << "column " << j;
+  }
+}
+
 TEST(CpuReduceTest, MaxMinPropagateNaN) {
   const std::vector<float> x{1, 5, 3, 1, kNaN, 3};
   expect_values(reduce<float>(ReduceOp::kMax, in(x, {2, 3}), 1), {5, kNaN});

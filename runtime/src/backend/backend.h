@@ -43,6 +43,11 @@ class alignas(64) Buffer {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+ protected:
+  // Hands the memory, held by no array, to another device of the same backend whose allocator
+  // takes it back (host memory a CPU backend pools per device only to spread its locks).
+  void move_to(const Device& device) { device_ = device; }
+
  private:
   Device device_;
   Backend* backend_;

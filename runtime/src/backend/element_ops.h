@@ -261,6 +261,8 @@ class PairwiseSum {
   // element when many short ranges are reduced.
   SPMD_HOST_DEVICE PairwiseSum() {}
 
+  static constexpr int kBlock = 16;
+
   SPMD_HOST_DEVICE void add(Acc v) {
     block_ += v;
     if (++block_size_ < kBlock) return;
@@ -283,7 +285,6 @@ class PairwiseSum {
   }
 
  private:
-  static constexpr int kBlock = 16;
   Acc partial_[64];  // only levels with a set bit in blocks_ are read
   uint64_t blocks_ = 0;
   Acc block_ = 0;
