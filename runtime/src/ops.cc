@@ -686,6 +686,29 @@ Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
 
 // ---- linear algebra ----
 
+namespace {
+
+// A matrix view as the matmul kernel's batch of one: [1, rows, cols].
+template <class View>
+View batch_of_one(View v) {
+  v.shape = internal::Dims{1, v.shape[0], v.shape[1]};
+  v.strides = internal::Strides{0, v.strides[0], v.strides[1]};
+  return v;
+}
+
+// matmul of two matrices in `dt`: no batch shape to broadcast, collapse or restore (a training
+// step's matmuls, where those shapes' allocations cost as much as a small product).
+Array matrix_product(const Array& a, const Array& b, DType dt) {
+  const Array la = local(a.dtype() == dt ? a : astype(a, dt));
+  const Array lb = local(b.dtype() == dt ? b : astype(b, dt));
+  Array out = empty_array(dt, {a.shape()[0], b.shape()[1]});
+  kernels().matmul(batch_of_one(const_view(la)), batch_of_one(const_view(lb)),
+                   batch_of_one(mut_view(out)));
+  return with_vma(out, vma_of(a) | vma_of(b));
+}
+
+}  // namespace
+
 Array matmul(const Array& a, const Array& b) {
   if (a.ndim() == 0 || b.ndim() == 0) {
     throw ValueError(fmt::format("matmul operands must have at least one dimension, got {} and {}",
@@ -703,6 +726,7 @@ Array matmul(const Array& a, const Array& b) {
         "(matmul of {} and {})",
         k, k2, type_string(a.dtype(), a.shape()), type_string(b.dtype(), b.shape())));
   }
+  if (a.ndim() == 2 && b.ndim() == 2) return matrix_product(a, b, dt);
   Shape batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
                                  Shape(b2.shape().begin(), b2.shape().end() - 2));
   int64_t nb = shape_size(batch);
@@ -715,10 +739,7 @@ Array matmul(const Array& a, const Array& b) {
     if (batch.size() > 1) lx = local(reshape(broadcast_to(lx, full_shape), {nb, rows, cols}));
     internal::ConstView v =
         broadcast_view(lx, batch.size() > 1 ? Shape{nb, rows, cols} : full_shape);
-    if (batch.empty()) {  // a batch of one
-      v.shape = internal::Dims{1, v.shape[0], v.shape[1]};
-      v.strides = internal::Strides{0, v.strides[0], v.strides[1]};
-    }
+    if (batch.empty()) v = batch_of_one(std::move(v));
     return std::make_pair(lx, v);
   };
   auto [la, va] = batched(a2, m, k);
