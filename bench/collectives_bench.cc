@@ -6,11 +6,7 @@
 // same devices: an empty barrier (the synchronisation floor), one memcpy of S bytes per device (the
 // bandwidth floor), and a barrier then that memcpy (the floor of a collective that meets and moves
 // S bytes per device: where devices outnumber cores, the plain memcpy runs k copies per time slice
-// from cache, while anything that meets every op interleaves the devices' data on each core). For
-// psum and psum_scatter a fourth, a plain reduce: after a barrier each device sums its 1/N of the
-// elements of all N inputs into one result with the CPU backend's reduction loop called by hand:
-// the arithmetic and memory traffic of an all-reduce with a shared result (N x S read, S written)
-// without the collective itself. The
+// from cache, while anything that meets every op interleaves the devices' data on each core). The
 // primary results are the per-rep ratios to those references, and the spread of each series of
 // reps (median over minimum) beside the references' spreads in the same reps; absolute
 // times, algbw and busbw (nccl-tests' formulas) are informational. With OpenMPI installed it also
@@ -34,7 +30,6 @@
 
 #include "bench_util.h"
 #include "collectives_internal.h"
-#include "cpu/cpu_communicator.h"
 #include "spmd/spmd.h"
 
 namespace spmd::bench {
@@ -93,22 +88,6 @@ void check_result(const std::string& op, int n, const Array& block, int device) 
   }
 }
 
-// The plain reduce reference: device d sums elements [d * chunk, (d + 1) * chunk) of every input,
-// in rank order, into `out`, with the CPU backend's own reduction loop (the one psum runs), called
-// by hand: the arithmetic and memory traffic of an all-reduce with a shared result, without the
-// collective's meeting, lending and bookkeeping.
-void reduce_share(const std::vector<std::vector<char>>& in, std::vector<char>& out, int d,
-                  int64_t bytes) {
-  const auto n = static_cast<int64_t>(in.size());
-  // Chunks of whole cache lines, as psum's owners take them.
-  const int64_t count = bytes / 4, chunk = ((count + n - 1) / n + 15) / 16 * 16;
-  const int64_t begin = std::min(count, d * chunk), end = std::min(count, begin + chunk);
-  std::vector<const void*> inputs;
-  for (const std::vector<char>& x : in) inputs.push_back(x.data());
-  internal::reduce_inputs(internal::ReduceKind::kSum, DType::kFloat32, inputs.data(),
-                          static_cast<int>(n), out.data() + begin * 4, begin, end);
-}
-
 // Median over minimum of a series of reps: how much the slower half of the reps lost to the
 // fastest (the target for every collective is at most 1.2; docs/benchmarks.md).
 double spread(const std::vector<double>& reps) { return median(reps) / minimum(reps); }
@@ -118,12 +97,7 @@ struct Result {
   // spread() of the collective's reps, and of each reference's reps in the same process: how
   // much the machine itself moved while the collective was timed.
   double spread, spread_barrier, spread_memcpy, spread_synced;
-  // Against the plain reduce (psum and psum_scatter only; NaN for the other ops).
-  double ratio_reduce = NAN, spread_reduce = NAN;
 };
-
-// Whether `op` reduces, so that the plain reduce reference applies.
-bool reduces(const std::string& op) { return op == "psum" || op == "psum_scatter"; }
 
 class Bench {
  public:
@@ -149,11 +123,6 @@ class Bench {
                 internal::barrier("i");
                 std::memcpy(dst[d].data(), src[d].data(), s);
               }
-            } else if (what == "plain reduce") {
-              for (int64_t i = 0; i < k; ++i) {
-                internal::barrier("i");
-                reduce_share(src, dst[0], d, s);
-              }
             } else {
               const std::vector<std::pair<int, int>> ring = ring_of(n_);
               Array y;
@@ -165,35 +134,22 @@ class Bench {
     verify(op, x);
     std::map<std::string, int64_t> k;
     std::map<std::string, std::vector<double>> t;
-    std::vector<std::string> order{"barrier", "memcpy", "synced memcpy"};
-    if (reduces(op)) order.push_back("plain reduce");
-    order.push_back(op);
+    const std::vector<std::string> order{"barrier", "memcpy", "synced memcpy", op};
     for (const std::string& what : order) {
       k[what] = calibrate([&](int64_t kk) { body(what, kk); }, options_.target_s);
     }
-    std::map<std::string, std::vector<double>> ratio;  // per reference, per rep
+    std::vector<double> ratio_barrier, ratio_memcpy, ratio_synced;
     for (int rep = 0; rep < options_.reps; ++rep) {
       for (const std::string& what : order) {
         t[what].push_back(time_per_iteration([&](int64_t kk) { body(what, kk); }, k[what]));
       }
-      for (size_t r = 0; r + 1 < order.size(); ++r) {
-        ratio[order[r]].push_back(t[op].back() / t[order[r]].back());
-      }
+      ratio_barrier.push_back(t[op].back() / t["barrier"].back());
+      ratio_memcpy.push_back(t[op].back() / t["memcpy"].back());
+      ratio_synced.push_back(t[op].back() / t["synced memcpy"].back());
     }
-    Result result{median(t[op]) * 1e6,
-                  minimum(t[op]) * 1e6,
-                  median(ratio["barrier"]),
-                  median(ratio["memcpy"]),
-                  median(ratio["synced memcpy"]),
-                  spread(t[op]),
-                  spread(t["barrier"]),
-                  spread(t["memcpy"]),
-                  spread(t["synced memcpy"])};
-    if (reduces(op)) {
-      result.ratio_reduce = median(ratio["plain reduce"]);
-      result.spread_reduce = spread(t["plain reduce"]);
-    }
-    return result;
+    return Result{median(t[op]) * 1e6,  minimum(t[op]) * 1e6, median(ratio_barrier),
+                  median(ratio_memcpy), median(ratio_synced), spread(t[op]),
+                  spread(t["barrier"]), spread(t["memcpy"]),  spread(t["synced memcpy"])};
   }
 
  private:
@@ -338,21 +294,19 @@ int main(int argc, char** argv) {
     fmt::print("\n{} devices: barrier reference {} \n", n, "(empty collective)");
     fmt::print(
         "| op | size | median µs | min µs | median / min | references' median / min (barrier, "
-        "memcpy, synced, plain reduce) | / barrier | / memcpy | / synced memcpy | / plain reduce "
-        "| algbw GB/s | busbw GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "memcpy, synced) | / barrier | / memcpy | / synced memcpy | algbw GB/s | busbw GB/s "
+        "|\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     Bench bench(n, options);
     for (const std::string& op : options.ops) {
       for (int64_t s : options.sizes) {
         Result r = bench.measure(op, s);
         double algbw = static_cast<double>(s) / (r.median_us * 1e-6) / 1e9;
-        const bool plain = !std::isnan(r.ratio_reduce);
         fmt::print(
-            "| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} / {:.2f} / {:.2f} / {} | {:.2f} | "
-            "{:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n",
+            "| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} / {:.2f} / {:.2f} | {:.2f} | {:.2f} | "
+            "{:.2f} | {:.2f} | {:.2f} |\n",
             op, size_label(s), r.median_us, r.min_us, r.spread, r.spread_barrier, r.spread_memcpy,
-            r.spread_synced, plain ? fmt::format("{:.2f}", r.spread_reduce) : "-", r.ratio_barrier,
-            r.ratio_memcpy, r.ratio_synced, plain ? fmt::format("{:.2f}", r.ratio_reduce) : "-",
-            algbw, algbw * bus_factor(op, n));
+            r.spread_synced, r.ratio_barrier, r.ratio_memcpy, r.ratio_synced, algbw,
+            algbw * bus_factor(op, n));
         std::fflush(stdout);
       }
     }
