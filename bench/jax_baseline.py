@@ -12,6 +12,7 @@ JSON on stdout (progress goes to stderr):
                        jit(shard_map(collective over 'i')), per-device f32 block of S bytes
                        (4K, 1M, 16M); all_gather and all_to_all tiled along dimension 0
   train_step           one data-parallel SGD step of a 2-layer MLP, see train_step() below
+  train_step.per_array the same step with one pmean per array (train_step_per_array())
 
 Every call is timed to block_until_ready() after warm-up (one compilation), inputs already placed
 with their NamedSharding so no host transfer is timed; repetition counts are calibrated and the
@@ -91,12 +92,11 @@ def pattern(n, modulus, scale):
   return (np.arange(n) % modulus - modulus // 2).astype(np.float32) * np.float32(scale)
 
 
-def train_step(x, t, w1, b1, w2, b2):
-  """One SGD step of relu(x @ w1 + b1) @ w2 + b2 against t, loss = mean squared error.
+def local_grads(x, t, w1, b1, w2, b2):
+  """The gradients and loss of relu(x @ w1 + b1) @ w2 + b2 against t on this device's rows.
 
-  The gradient is written by hand (check_against_grad compares it with jax.grad) because spmd
-  has no autodiff: jax_baseline_bench.cc runs exactly these ops. Each device holds 32 rows; the
-  gradients and the loss are pmean'd over 'i', so the update is the full-batch one.
+  loss = mean squared error. The gradient is written by hand (check_against_grad compares the
+  step with jax.grad) because spmd has no autodiff: jax_baseline_bench.cc runs exactly these ops.
   """
   z = x @ w1 + b1
   h = jnp.maximum(z, 0.0)
@@ -108,10 +108,26 @@ def train_step(x, t, w1, b1, w2, b2):
   dz = jnp.where(z > 0, dy @ w2.T, 0.0)
   g_w1 = x.T @ dz
   g_b1 = jnp.sum(dz, axis=0)
+  return (g_w1, g_b1, g_w2, g_b2, loss)
+
+
+def update(w1, b1, w2, b2, means):
+  """One SGD step with the full-batch (pmean'd) gradients; the loss passes through."""
   lr = 0.01
-  return (w1 - lr * jax.lax.pmean(g_w1, "i"), b1 - lr * jax.lax.pmean(g_b1, "i"),
-          w2 - lr * jax.lax.pmean(g_w2, "i"), b2 - lr * jax.lax.pmean(g_b2, "i"),
-          jax.lax.pmean(loss, "i"))
+  g_w1, g_b1, g_w2, g_b2, loss = means
+  return (w1 - lr * g_w1, b1 - lr * g_b1, w2 - lr * g_w2, b2 - lr * g_b2, loss)
+
+
+def train_step(x, t, w1, b1, w2, b2):
+  """One data-parallel SGD step: each device holds 32 rows; the gradients and the loss are
+  pmean'd over 'i' as one pytree (one psum primitive), so the update is the full-batch one."""
+  return update(w1, b1, w2, b2, jax.lax.pmean(local_grads(x, t, w1, b1, w2, b2), "i"))
+
+
+def train_step_per_array(x, t, w1, b1, w2, b2):
+  """train_step with one pmean per gradient and the loss (five psum primitives)."""
+  grads = local_grads(x, t, w1, b1, w2, b2)
+  return update(w1, b1, w2, b2, tuple(jax.lax.pmean(g, "i") for g in grads))
 
 
 def check_against_grad(step_output, x, t, params):
@@ -183,19 +199,20 @@ def main():
   ts = pattern(batch * d_out, 7, 0.1).reshape(batch, d_out)
   params = (pattern(d_in * d_hidden, 17, 0.01).reshape(d_in, d_hidden), pattern(d_hidden, 5, 0.01),
             pattern(d_hidden * d_out, 17, 0.01).reshape(d_hidden, d_out), pattern(d_out, 5, 0.01))
-  step = jax.jit(jax.shard_map(train_step, mesh=mesh, in_specs=(P("i"), P("i")) + (P(),) * 4,
-                               out_specs=(P(),) * 5))
-  x_placed, t_placed = jax.device_put(xs, sharded), jax.device_put(ts, sharded)
-  state = [jax.device_put(p, replicated) for p in params]
-  check_against_grad(step(x_placed, t_placed, *state), xs, ts, params)
+  for name, fn in (("train_step", train_step), ("train_step.per_array", train_step_per_array)):
+    step = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=(P("i"), P("i")) + (P(),) * 4,
+                                 out_specs=(P(),) * 5))
+    x_placed, t_placed = jax.device_put(xs, sharded), jax.device_put(ts, sharded)
+    state = [jax.device_put(p, replicated) for p in params]
+    check_against_grad(step(x_placed, t_placed, *state), xs, ts, params)
 
-  def one_step():
-    # Feeds the updated parameters back, as a training loop does.
-    out = step(x_placed, t_placed, *state)
-    state[:] = out[:4]
-    return out[4]
+    def one_step(step=step, state=state, x_placed=x_placed, t_placed=t_placed):
+      # Feeds the updated parameters back, as a training loop does.
+      out = step(x_placed, t_placed, *state)
+      state[:] = out[:4]
+      return out[4]
 
-  results["train_step"] = seconds_per_call(one_step, reps, target_s)
+    results[name] = seconds_per_call(one_step, reps, target_s)
   log("train_step done")
   print(json.dumps(results))
 

@@ -10,7 +10,8 @@
 //   psum.S, all_gather.S, all_to_all.S
 //                              shard_map(collective over "i"), per-device f32 block of S bytes
 //   train_step                 one data-parallel SGD step of a 2-layer MLP (jax_baseline.py's
-//                              train_step, op for op)
+//                              train_step, op for op): gradients and loss in one pmean
+//   train_step.per_array       the same step with one pmean per gradient and the loss
 //
 // Each call is one eager shard_map/pmap call, so dispatch is part of every time, as JAX's jitted
 // call is part of its. Repetition counts are calibrated; the median of --reps reps is reported
@@ -64,10 +65,12 @@ Array pattern(Shape shape, int modulus, float scale) {
 
 using Params = std::tuple<Array, Array, Array, Array>;
 
-// jax_baseline.py's train_step: relu MLP, mean squared error, hand-written gradient, pmean'd.
-std::tuple<Array, Array, Array, Array, Array> train_step(const Array& x, const Array& t,
-                                                         const Array& w1, const Array& b1,
-                                                         const Array& w2, const Array& b2) {
+using Step = std::tuple<Array, Array, Array, Array, Array>;
+
+// jax_baseline.py's local_grads: relu MLP, mean squared error, hand-written gradient, on this
+// device's rows: {g_w1, g_b1, g_w2, g_b2, loss}.
+std::vector<Array> local_grads(const Array& x, const Array& t, const Array& w1, const Array& b1,
+                               const Array& w2, const Array& b2) {
   Array z = matmul(x, w1) + b1;
   Array h = maximum(z, 0.0f);
   Array d = matmul(h, w2) + b2 - t;
@@ -78,9 +81,28 @@ std::tuple<Array, Array, Array, Array, Array> train_step(const Array& x, const A
   Array dz = where(z > 0, matmul(dy, transpose(w2)), 0.0f);
   Array g_w1 = matmul(transpose(x), dz);
   Array g_b1 = sum(dz, 0);
+  return {g_w1, g_b1, g_w2, g_b2, loss};
+}
+
+// jax_baseline.py's update: SGD with the full-batch (pmean'd) gradients; returns the loss too.
+Step update(const Array& w1, const Array& b1, const Array& w2, const Array& b2,
+            const std::vector<Array>& means) {
   const float lr = 0.01f;
-  return {w1 - lr * pmean(g_w1, "i"), b1 - lr * pmean(g_b1, "i"), w2 - lr * pmean(g_w2, "i"),
-          b2 - lr * pmean(g_b2, "i"), pmean(loss, "i")};
+  return {w1 - lr * means[0], b1 - lr * means[1], w2 - lr * means[2], b2 - lr * means[3], means[4]};
+}
+
+// jax_baseline.py's train_step: the gradients and the loss pmean'd together (one collective).
+Step train_step(const Array& x, const Array& t, const Array& w1, const Array& b1, const Array& w2,
+                const Array& b2) {
+  return update(w1, b1, w2, b2, pmean(local_grads(x, t, w1, b1, w2, b2), "i"));
+}
+
+// jax_baseline.py's train_step_per_array: the same with one pmean per array (five collectives).
+Step train_step_per_array(const Array& x, const Array& t, const Array& w1, const Array& b1,
+                          const Array& w2, const Array& b2) {
+  std::vector<Array> means = local_grads(x, t, w1, b1, w2, b2);
+  for (Array& g : means) g = pmean(g, "i");
+  return update(w1, b1, w2, b2, means);
 }
 
 void check(bool ok, const std::string& what) {
@@ -155,23 +177,30 @@ int main(int argc, char** argv) {
   const int64_t batch = 256, d_in = 64, d_hidden = 128, d_out = 10;
   Array xs = device_put(pattern({batch, d_in}, 13, 0.1f), sharded);
   Array ts = device_put(pattern({batch, d_out}, 7, 0.1f), sharded);
-  Params state{device_put(pattern({d_in, d_hidden}, 17, 0.01f), replicated),
-               device_put(pattern({d_hidden}, 5, 0.01f), replicated),
-               device_put(pattern({d_hidden, d_out}, 17, 0.01f), replicated),
-               device_put(pattern({d_out}, 5, 0.01f), replicated)};
-  auto step =
-      shard_map(train_step, mesh, {P("i"), P("i"), P(), P(), P(), P()}, {P(), P(), P(), P(), P()});
-  // Feeds the updated parameters back, as a training loop does; returns the loss.
-  auto one_step = [&] {
-    auto [w1, b1, w2, b2, loss] =
-        std::apply([&](const auto&... params) { return step(xs, ts, params...); }, state);
-    state = {w1, b1, w2, b2};
-    return loss;
-  };
-  double first_loss = one_step().item<float>();
-  check(std::abs(first_loss - kFirstStepLoss) <= 1e-5 * kFirstStepLoss,
-        fmt::format("train_step: first loss {}, JAX's is {}", first_loss, kFirstStepLoss));
-  results.emplace_back("train_step", seconds_per_call(one_step, reps, target_s));
+  const Params initial{device_put(pattern({d_in, d_hidden}, 17, 0.01f), replicated),
+                       device_put(pattern({d_hidden}, 5, 0.01f), replicated),
+                       device_put(pattern({d_hidden, d_out}, 17, 0.01f), replicated),
+                       device_put(pattern({d_out}, 5, 0.01f), replicated)};
+  using StepFn =
+      Step (*)(const Array&, const Array&, const Array&, const Array&, const Array&, const Array&);
+  for (auto [name, fn] :
+       {std::pair<const char*, StepFn>{"train_step", train_step},
+        std::pair<const char*, StepFn>{"train_step.per_array", train_step_per_array}}) {
+    auto step =
+        shard_map(fn, mesh, {P("i"), P("i"), P(), P(), P(), P()}, {P(), P(), P(), P(), P()});
+    Params state = initial;
+    // Feeds the updated parameters back, as a training loop does; returns the loss.
+    auto one_step = [&] {
+      auto [w1, b1, w2, b2, loss] =
+          std::apply([&](const auto&... params) { return step(xs, ts, params...); }, state);
+      state = {w1, b1, w2, b2};
+      return loss;
+    };
+    double first_loss = one_step().item<float>();
+    check(std::abs(first_loss - kFirstStepLoss) <= 1e-5 * kFirstStepLoss,
+          fmt::format("{}: first loss {}, JAX's is {}", name, first_loss, kFirstStepLoss));
+    results.emplace_back(name, seconds_per_call(one_step, reps, target_s));
+  }
   log("train_step done");
 
   std::string json;

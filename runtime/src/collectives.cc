@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <span>
 
 #include "array_impl.h"
 #include "backend/dims.h"
@@ -279,9 +280,91 @@ std::optional<std::pair<AxisNames, AxisNames>> split_batch_axis(const AxisNames&
   return std::nullopt;
 }
 
-// `group_size`, when given, receives the size of this device's group.
-Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames& axes,
-             const ReduceOptions& options, const char* api, int64_t* group_size = nullptr) {
+// The dtype a reduction runs in: psum of bool sums int32 (JAX), everything else keeps its dtype.
+DType reduced_dtype(DType dt, ReduceKind op) {
+  return dt == DType::kBool && op == ReduceKind::kSum ? DType::kInt32 : dt;
+}
+
+// `x` as a local array of `dtype`.
+Array reduction_input(const Array& x, DType dtype) {
+  return local(x.dtype() == dtype ? x : astype(x, dtype));
+}
+
+// The operands of a many-array reduction copied one after another into one dense vector of
+// `dtype` (same-dtype operands travel in one collective); `offsets` receives where each starts.
+Array pack(std::span<const Array> xs, DType dtype, std::vector<int64_t>& offsets) {
+  int64_t total = 0;
+  for (const Array& x : xs) {
+    offsets.push_back(total);
+    total += x.size();
+  }
+  Array packed = empty_array(dtype, {total});
+  char* base = static_cast<char*>(data_of_mut(packed));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].size() == 0) continue;
+    Array in = reduction_input(xs[i], dtype);
+    ConstView src = const_view(in);
+    MutView dst{base + offsets[i] * itemsize(dtype), dtype, src.shape, dense_strides(src.shape)};
+    kernels().copy(src, dst);
+  }
+  return packed;
+}
+
+// A many-array reduction's signature: the packed vector's, with the operands' count and shapes,
+// so that devices passing differently shaped operands get CollectiveMismatch.
+OpSignature packed_signature(CollectiveKind kind, const Array& packed, std::span<const Array> xs) {
+  OpSignature sig = signature(kind, packed);
+  sig.params[0] = static_cast<int64_t>(xs.size());
+  for (const Array& x : xs) {
+    sig.extra_hash = hash_combine(sig.extra_hash, static_cast<uint64_t>(x.ndim()));
+    for (int64_t d : x.shape()) sig.extra_hash = hash_combine(sig.extra_hash, d);
+  }
+  return sig;
+}
+
+// Reduces `xs`, which share a reduced dtype, in one collective: one operand as it is, several
+// packed into one vector whose result they then view. outs[i] receives xs[i]'s result; `members`
+// the size of this device's group.
+void reduce_together(CollectiveKind kind, ReduceKind op, std::span<const Array> xs,
+                     const AxisNames& axes, const ReduceOptions& options, const char* api,
+                     std::span<Array> outs, int64_t& members) {
+  Bound b = bind(axes, api);
+  check_groups(options.axis_index_groups, b.size, false, api);
+  const DType dtype = reduced_dtype(xs[0].dtype(), op);
+  std::vector<int64_t> offsets;
+  Array in = xs.size() == 1 ? reduction_input(xs[0], dtype) : pack(xs, dtype, offsets);
+  OpSignature sig = xs.size() == 1 ? signature(kind, in) : packed_signature(kind, in, xs);
+  Array out = empty_array(dtype, in.shape());
+  {
+    CollectiveScope scope(b, sig, options.axis_index_groups);
+    const Reduced as = reduced_as(dtype);
+    out = result_of(
+        scope.comm().all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in),
+                                       data_of_mut(out), keep_of(out), keep_of(in), scope.cancel()),
+        out, out);
+    members = scope.group_size();
+  }
+  // Grouped reductions stay varying over the axes: different groups hold different values.
+  const bool whole = members == b.size;
+  auto vma = [&](const Array& x) { return whole ? vma_of(x) & ~b.mask : vma_of(x) | b.mask; };
+  if (xs.size() == 1) {
+    outs[0] = typed(std::move(out), b, vma(xs[0]));
+    return;
+  }
+  const ShardData& result = single_shard(out);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    Array view = array_alias(dtype, xs[i].shape(), result.buffer,
+                             result.offset + offsets[i] * itemsize(dtype), current_device());
+    outs[i] = typed(std::move(view), b, vma(xs[i]));
+  }
+}
+
+// psum/pmean/pmax/pmin of several arrays (JAX's reduction of a pytree's leaves): one collective
+// per reduced dtype, in the order each dtype first appears. `group_size`, when given, receives
+// the size of this device's group.
+std::vector<Array> reduce(CollectiveKind kind, ReduceKind op, std::span<const Array> xs,
+                          const AxisNames& axes, const ReduceOptions& options, const char* api,
+                          int64_t* group_size = nullptr) {
   if (auto split = split_batch_axis(axes)) {
     if (!options.axis_index_groups.empty()) {
       throw NotImplementedError(fmt::format(
@@ -291,33 +374,52 @@ Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames
     }
     int64_t batch = 1;
     int64_t others = 1;
-    Array part = reduce(kind, op, x, split->first, {}, api, &batch);
-    Array out = reduce(kind, op, part, split->second, {}, api, &others);
+    std::vector<Array> part = reduce(kind, op, xs, split->first, {}, api, &batch);
+    std::vector<Array> out = reduce(kind, op, part, split->second, {}, api, &others);
     if (group_size != nullptr) *group_size = batch * others;
     return out;
   }
-  check_orderable(x, op, api);
-  Bound b = bind(axes, api);
-  check_groups(options.axis_index_groups, b.size, false, api);
-  Array in =
-      local(x.dtype() == DType::kBool && op == ReduceKind::kSum ? astype(x, DType::kInt32) : x);
-  OpSignature sig = signature(kind, in);
-  Array out = empty_array(in.dtype(), in.shape());
-  int members;
-  {
-    CollectiveScope scope(b, sig, options.axis_index_groups);
-    const Reduced as = reduced_as(in.dtype());
-    out = result_of(
-        scope.comm().all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in),
-                                       data_of_mut(out), keep_of(out), keep_of(in), scope.cancel()),
-        out, out);
-    members = scope.group_size();
+  for (const Array& x : xs) check_orderable(x, op, api);
+  std::vector<Array> outs(xs.size());
+  if (xs.empty()) {
+    const Bound b = bind(axes, api, /*communicates=*/false);  // still reports unbound names
+    if (group_size != nullptr) *group_size = b.size;
+    return outs;
   }
+  std::vector<bool> done(xs.size(), false);
+  for (size_t first = 0; first < xs.size(); ++first) {
+    if (done[first]) continue;
+    const DType dtype = reduced_dtype(xs[first].dtype(), op);
+    std::vector<size_t> picked;
+    for (size_t i = first; i < xs.size(); ++i) {
+      if (!done[i] && reduced_dtype(xs[i].dtype(), op) == dtype) picked.push_back(i);
+    }
+    std::vector<Array> ins, results(picked.size());
+    for (size_t i : picked) ins.push_back(xs[i]);
+    int64_t members = 0;
+    reduce_together(kind, op, ins, axes, options, api, results, members);
+    for (size_t k = 0; k < picked.size(); ++k) {
+      outs[picked[k]] = std::move(results[k]);
+      done[picked[k]] = true;
+    }
+    if (group_size != nullptr) *group_size = members;
+  }
+  return outs;
+}
+
+// One array: the same collective without the vectors' allocations.
+Array reduce(CollectiveKind kind, ReduceKind op, const Array& x, const AxisNames& axes,
+             const ReduceOptions& options, const char* api, int64_t* group_size = nullptr) {
+  if (split_batch_axis(axes)) {
+    return reduce(kind, op, std::span<const Array>(&x, 1), axes, options, api, group_size)[0];
+  }
+  check_orderable(x, op, api);
+  Array out;
+  int64_t members = 0;
+  reduce_together(kind, op, std::span<const Array>(&x, 1), axes, options, api,
+                  std::span<Array>(&out, 1), members);
   if (group_size != nullptr) *group_size = members;
-  // Grouped reductions stay varying over the axes: different groups hold different values.
-  bool whole = members == b.size;
-  uint64_t vma = whole ? vma_of(x) & ~b.mask : vma_of(x) | b.mask;
-  return typed(out, b, vma);
+  return out;
 }
 
 }  // namespace
@@ -344,6 +446,18 @@ Array pmax(const Array& x, AxisNames axes, ReduceOptions options) {
 
 Array pmin(const Array& x, AxisNames axes, ReduceOptions options) {
   return internal::reduce(CollectiveKind::kPmin, ReduceKind::kMin, x, axes, options, "pmin");
+}
+
+std::vector<Array> psum(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options) {
+  return internal::reduce(CollectiveKind::kPsum, ReduceKind::kSum, xs, axes, options, "psum");
+}
+
+std::vector<Array> pmax(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options) {
+  return internal::reduce(CollectiveKind::kPmax, ReduceKind::kMax, xs, axes, options, "pmax");
+}
+
+std::vector<Array> pmin(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options) {
+  return internal::reduce(CollectiveKind::kPmin, ReduceKind::kMin, xs, axes, options, "pmin");
 }
 
 namespace {
@@ -373,6 +487,14 @@ Array pmean(const Array& x, AxisNames axes, ReduceOptions options) {
   Array total =
       internal::reduce(CollectiveKind::kPmean, ReduceKind::kSum, x, axes, options, "pmean", &n);
   return total / n;
+}
+
+std::vector<Array> pmean(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options) {
+  int64_t n = 1;
+  std::vector<Array> totals =
+      internal::reduce(CollectiveKind::kPmean, ReduceKind::kSum, xs, axes, options, "pmean", &n);
+  for (Array& total : totals) total = total / n;
+  return totals;
 }
 
 Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {

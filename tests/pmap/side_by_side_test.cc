@@ -31,6 +31,24 @@ TEST(SideBySide, PmapAndItsShardMapMigrationAgree) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+TEST(SideBySide, ReductionOfSeveralArraysAgrees) {
+  auto f = [](const Array& x, const Array& w) {
+    std::vector<Array> means = pmean(std::vector<Array>{x * w, sum(x)}, "i");
+    return means[0] - means[1];
+  };
+  Array x = farange(24, {4, 6}) * 0.1f;
+  Array w = floats({0.5f, 2, -1, 3, 1, 0.25f});
+  SideBySide r = compare_pmap(f, "i", {.in_axes = {0, std::nullopt}}, x, w);
+  auto one_at_a_time = shard_map(
+      [](const Array& xb, const Array& wb) {
+        Array row = squeeze(xb, std::vector<int>{0});
+        return expand_dims(pmean(row * wb, "i") - pmean(sum(row), "i"), 0);
+      },
+      mesh1(4), {P("i"), P()}, P("i"), {.check_vma = false});
+  r.add("one array at a time", one_at_a_time(x, w));
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 TEST(SideBySide, ErrorsAreComparedToo) {
   auto f = [](const Array& x) { return x; };
   SideBySide r = compare_pmap(f, "i", {}, arange(9));

@@ -612,6 +612,76 @@ TEST_P(Collectives, PpermuteLendsTheSourcesBlockAndZerosTheRest) {
   }
 }
 
+// The leaves a many-array reduction test passes: every dtype class, a scalar, an empty array and
+// two float32 arrays that travel packed together; values differ per device and in rounding order.
+std::vector<Array> leaves_of(const Array& b) {
+  return {b.reshape({2, 3}),
+          sum(b),
+          (b * 100.0f).astype(DType::kInt32),
+          b > 0.0f,
+          b.astype(DType::kFloat64) / 3.0,
+          zeros({0, 2}, DType::kFloat32),
+          b.astype(DType::kComplex64),
+          b * 1e-3f};
+}
+
+TEST_P(Collectives, ReductionsOfSeveralArraysEqualOneArrayAtATime) {
+  std::vector<float> values(4 * 6);
+  for (size_t k = 0; k < values.size(); ++k) values[k] = std::sin(static_cast<float>(k)) * 1e3f;
+  using Reduce = Array (*)(const Array&, AxisNames, ReduceOptions);
+  using ReduceMany = std::vector<Array> (*)(const std::vector<Array>&, AxisNames, ReduceOptions);
+  struct Case {
+    const char* name;
+    Reduce one;
+    ReduceMany many;
+    bool complex_ok;
+  };
+  for (const Case& c : {Case{"psum", psum, psum, true}, Case{"pmean", pmean, pmean, true},
+                        Case{"pmax", pmax, pmax, false}, Case{"pmin", pmin, pmin, false}}) {
+    for (const ReduceOptions& options :
+         {ReduceOptions{}, ReduceOptions{.axis_index_groups = {{0, 3}, {2, 1}}}}) {
+      auto f = shard_map(
+          [&](const Array& b) {
+            std::vector<Array> in = leaves_of(b);
+            if (!c.complex_ok) in.erase(in.begin() + 6);
+            std::vector<Array> out = c.many(in, "i", options);
+            for (const Array& x : in) out.push_back(c.one(x, "i", options));
+            for (Array& y : out) y = expand_dims(y, 0);
+            return out;
+          },
+          mesh({4}, {"i"}), P("i"), std::vector<PartitionSpec>(c.complex_ok ? 16 : 14, P("i")),
+          {.check_vma = false});
+      std::vector<Array> out = f(floats(values));
+      const size_t n = out.size() / 2;
+      for (size_t k = 0; k < n; ++k) {
+        EXPECT_ARRAY_EQ(out[k], out[n + k]) << c.name << " operand " << k;
+      }
+    }
+  }
+}
+
+TEST_P(Collectives, ReductionsOfSeveralArraysKeepEachOperandsType) {
+  auto f = shard_map(
+      [](const Array& b) {
+        std::vector<Array> out = psum(std::vector<Array>{b, b * 2.0f, Array::scalar(1)}, "i");
+        EXPECT_TRUE(varying_axes(out[0]).empty());
+        EXPECT_TRUE(varying_axes(out[2]).empty());
+        return out;
+      },
+      mesh({4}, {"i"}), P("i"), std::vector<PartitionSpec>{P(), P(), P()});
+  std::vector<Array> out = f(farange(8, {8}));
+  EXPECT_ARRAY_EQ(out[0], floats({12, 16}));
+  EXPECT_ARRAY_EQ(out[1], floats({24, 32}));
+  EXPECT_ARRAY_EQ(out[2], Array::scalar(4));
+  auto none = shard_map([](const Array& b) { return psum(std::vector<Array>{}, "i").size() + b; },
+                        mesh({4}, {"i"}), P("i"), P("i"));
+  EXPECT_ARRAY_EQ(none(arange(4)), arange(4));
+  auto unbound =
+      shard_map([](const Array& b) { return pmean(std::vector<Array>{}, "k").size() + b; },
+                mesh({4}, {"i"}), P("i"), P("i"));
+  expect_error<NameError>([&] { unbound(arange(4)); }, {"unbound axis name: k"});
+}
+
 TEST_P(Collectives, PmaxPropagatesNaN) {
   auto f = pmap([](const Array& x) { return pmax(x, "i"); }, 4);
   Array y = f(floats({1, NAN, 3, 2}));

@@ -150,6 +150,29 @@ TEST(Faults, DifferentAxesShapesOrParametersAreMismatches) {
   expect_error<CollectiveMismatch>([&] { params(arange(4)); }, {"different parameters"});
 }
 
+TEST(Faults, SeveralArraysOfOneDtypeAreOneCollective) {
+  // One device reduces two arrays in one call, the other one at a time: the first collectives
+  // differ, so both devices learn it at once (not a hang, not a mixed-up sum).
+  auto split = shard_map(
+      [](const Array& b) {
+        if (device_index() == 0) return psum(std::vector<Array>{b, b}, "i")[1];
+        return psum(b, "i") + psum(b, "i");
+      },
+      mesh1(2), P("i"), P("i"), {.check_vma = false});
+  expect_error<CollectiveMismatch>(
+      [&] { split(farange(4, {4})); },
+      {"psum of 2 f32 arrays (4 elements in all) over 'i'", "psum of f32[2] over 'i'"});
+  // The same elements in all, cut into different shapes.
+  auto shapes = shard_map(
+      [](const Array& b) {
+        const int64_t cut = device_index() == 0 ? 2 : 3;
+        return psum(std::vector<Array>{slice(b, {0}, {cut}), slice(b, {cut}, {5})}, "i")[0];
+      },
+      mesh1(2), P("i"), P(), {.check_vma = false});
+  expect_error<CollectiveMismatch>([&] { shapes(farange(10, {10})); },
+                                   {"psum of 2 f32 arrays (5 elements in all)"});
+}
+
 TEST(Faults, ReturningWhileOthersWaitIsAnErrorAtOnce) {
   auto start = Clock::now();
   auto f = shard_map(

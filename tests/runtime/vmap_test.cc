@@ -255,6 +255,21 @@ TEST(VmapInShardMap, BatchAndMeshCollectivesTogether) {
   EXPECT_ARRAY_EQ(f(x), by_mesh + by_batch);
 }
 
+TEST(VmapInShardMap, SeveralArraysOverBatchAndMeshAxesAtOnce) {
+  Array x = farange(4 * 3 * 2, {4, 3, 2});  // 'i' over dim 0, batch over dim 1
+  auto f = shard_map(
+      [](const Array& block) {
+        return vmap(
+            [](const Array& v) {
+              std::vector<Array> both = psum(std::vector<Array>{v, v * 2.0f}, {"i", "b"});
+              return both[0] + both[1];
+            },
+            {1}, {1}, {.axis_name = "b"})(block);
+      },
+      mesh1(4), P("i"), P("i"), {.check_vma = false});
+  EXPECT_ARRAY_EQ(f(x), broadcast_to(sum(x, std::vector<int>{0, 1}, true) * 3.0f, {4, 3, 2}));
+}
+
 TEST(VmapInShardMap, CheckVmaSeesThroughTheVmap) {
   auto f = shard_map(
       [](const Array& block) {

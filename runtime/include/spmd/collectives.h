@@ -17,6 +17,7 @@
 //
 // Example (inside a shard_map body over a mesh with axis "i" of size 4):
 //   Array total = spmd::psum(x, "i");
+//   std::vector<Array> grads = spmd::pmean({g_w, g_b}, "i");  // one collective for both
 //   Array everything = spmd::all_gather(x, "i", {.tiled = true});
 //   Array shifted = spmd::ppermute(x, "i", {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
 //   Array parts = spmd::psum_scatter(x, "i", {.scatter_dimension = 0, .tiled = true});
@@ -88,6 +89,17 @@ Array psum(const Array& x, AxisNames axes, ReduceOptions options = {});
 Array pmean(const Array& x, AxisNames axes, ReduceOptions options = {});
 Array pmax(const Array& x, AxisNames axes, ReduceOptions options = {});
 Array pmin(const Array& x, AxisNames axes, ReduceOptions options = {});
+
+// The same over several arrays at once, as JAX reduces a pytree's leaves with one primitive: the
+// arrays of each dtype travel packed in one collective (one rendezvous for a model's gradients
+// instead of one per array), in the order each dtype first appears. Each result equals the
+// one-array call's bit for bit and is in the position of its operand. Every device must pass the
+// same dtypes and shapes in the same order (CollectiveMismatch otherwise).
+//   std::vector<Array> g = spmd::pmean({g_w, g_b, loss}, "i");
+std::vector<Array> psum(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options = {});
+std::vector<Array> pmean(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options = {});
+std::vector<Array> pmax(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options = {});
+std::vector<Array> pmin(const std::vector<Array>& xs, AxisNames axes, ReduceOptions options = {});
 
 // For each element, the smallest group position holding the maximum (minimum) over the group, as
 // int32 (JAX's pargmax / pargmin; a NaN anywhere gives INT32_MAX). Exactly one axis name.

@@ -36,6 +36,11 @@ const char* collective_name(CollectiveKind kind) {
   return "collective";
 }
 
+bool is_reduction(CollectiveKind kind) {
+  return kind == CollectiveKind::kPsum || kind == CollectiveKind::kPmean ||
+         kind == CollectiveKind::kPmax || kind == CollectiveKind::kPmin;
+}
+
 uint64_t hash_combine(uint64_t seed, uint64_t value) {
   // splitmix64's finaliser over seed ^ value: one multiply-xorshift round per word.
   uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
@@ -81,6 +86,10 @@ std::string OpSignature::describe_over(const std::string& axes_str) const {
   for (int d = 0; d < ndim; ++d) {
     if (d) dims_str += ",";
     dims_str += d < kMaxDims ? std::to_string(dims[d]) : "...";
+  }
+  if (is_reduction(kind) && params[0] > 1) {
+    return fmt::format("{} of {} {} arrays ({} elements in all) over {}", collective_name(kind),
+                       params[0], dtype_short_name(dtype), dims[0], axes_str);
   }
   return fmt::format("{} of {}[{}] over {}", collective_name(kind), dtype_short_name(dtype),
                      dims_str, axes_str);

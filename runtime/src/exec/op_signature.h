@@ -28,6 +28,8 @@ enum class CollectiveKind : uint8_t {
 };
 
 const char* collective_name(CollectiveKind kind);
+// psum, pmean, pmax or pmin: for these params[0] > 1 means that many arrays packed in one.
+bool is_reduction(CollectiveKind kind);
 
 // A plain value (no allocation), so it is cheap to record on every collective.
 struct OpSignature {
