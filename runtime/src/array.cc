@@ -213,14 +213,8 @@ const Kernels& kernels() { return kernels(current_device()); }
 
 ConstView const_view(const Array& a) {
   const ShardData& s = single_shard(a);
-  ConstView v{static_cast<const char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
-              s.shape, Strides(s.shape.size())};
-  int64_t step = 1;
-  for (size_t d = s.shape.size(); d-- > 0;) {
-    v.strides[d] = step;
-    step *= s.shape[d];
-  }
-  return v;
+  return ConstView{static_cast<const char*>(s.buffer->data()) + s.offset,
+                   ArrayAccess::impl(a).dtype, s.shape, dense_strides(s.shape)};
 }
 
 MutView mut_view(const Array& a) {

@@ -33,16 +33,6 @@ class Scratch {
 
 }  // namespace
 
-Strides dense_strides(const Dims& shape) {
-  Strides strides(shape.size());
-  int64_t step = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = step;
-    step *= shape[d];
-  }
-  return strides;
-}
-
 void check_host_memory(const Device& device, size_t bytes) {
   static const uint64_t host_bytes = [] {
     const long pages = sysconf(_SC_PHYS_PAGES);

@@ -51,8 +51,16 @@ struct MutView {
   Strides strides;  // elements; same length as shape
 };
 
-// Row-major strides of a dense array of `shape`.
-Strides dense_strides(const Dims& shape);
+// Row-major strides of a dense array of `shape` (inline: every op's views ask).
+inline Strides dense_strides(const Dims& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= shape[d];
+  }
+  return strides;
+}
 
 // A host scalar used to fill arrays. Integers keep full 64-bit precision.
 using Scalar = std::variant<bool, int64_t, double>;

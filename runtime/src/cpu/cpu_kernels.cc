@@ -473,6 +473,9 @@ int64_t column_outputs(const ConstView& x, int num_reduced, const MutView& y) {
   return n;
 }
 
+// The most column-sum state a thread keeps between calls (sum_columns).
+constexpr size_t kKeptColumnStateBytes = 256 * 1024;
+
 // y[j] = sum over the reduced positions of x[position][j], for outputs that are a unit-stride run
 // (column_outputs): row by row, with every output's running state in arrays, so the inner loop
 // runs along a row and vectorises instead of walking down each column. Floats repeat
@@ -526,6 +529,8 @@ void sum_columns(const ConstView& x, int num_reduced, int64_t n, const MutView& 
   }
   auto* const py = static_cast<StorageOf<T>*>(y.data);
   for (int64_t j = 0; j < n; ++j) store<T>(py + j, block[j]);
+  // Kept between calls so that small column sums allocate nothing; a big one's state is freed.
+  if (state.capacity() * sizeof(C) > kKeptColumnStateBytes) std::vector<C>().swap(state);
 }
 
 }  // namespace
