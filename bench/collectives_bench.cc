@@ -6,12 +6,15 @@
 // same devices: an empty barrier (the synchronisation floor), one memcpy of S bytes per device (the
 // bandwidth floor), and a barrier then that memcpy (the floor of a collective that meets and moves
 // S bytes per device: where devices outnumber cores, the plain memcpy runs k copies per time slice
-// from cache, while anything that meets every op interleaves the devices' data on each core). The
-// primary results are the per-rep ratios to those references, and the spread of each series of
-// reps (median over minimum) beside the references' spreads in the same reps; absolute
-// times, algbw and busbw (nccl-tests' formulas) are informational. With OpenMPI installed it also
-// runs the same collectives through MPI (bench/mpi_collectives.cc) in alternating rounds and
-// reports spmd's speedup.
+// from cache, while anything that meets every op interleaves the devices' data on each core). For
+// psum and psum_scatter a fourth, a plain reduce: after a barrier each device sums its 1/N of the
+// elements of all N inputs into one result with a plain loop (reduce_share below): the arithmetic
+// and memory traffic of an all-reduce with a shared result (N x S read, S written) without the
+// collective itself. The primary results are the per-rep ratios to those references, and the
+// spread of each series of reps (median over minimum) beside the references' spreads in the same
+// reps; absolute times, algbw and busbw (nccl-tests' formulas) are informational. With OpenMPI
+// installed it also runs the same collectives through MPI (bench/mpi_collectives.cc) in alternating
+// rounds and reports spmd's speedup.
 //
 //   build/bench/collectives_bench                 full run (~7 min on 2 cores)
 //   build/bench/collectives_bench --quick         smoke run (CI)
@@ -20,6 +23,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +31,8 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "bench_util.h"
 #include "collectives_internal.h"
@@ -88,6 +94,42 @@ void check_result(const std::string& op, int n, const Array& block, int device) 
   }
 }
 
+// y[i] = x[0][i] + ... + x[K-1][i] in that order (`more`: y[i] + x[0][i] + ...), K inputs read
+// in one pass while the sum stays in a register, as the runtime's reduction loop does (this file
+// is built with -O3, as the CPU kernels are, so the loop vectorizes).
+template <int K>
+void fold(float* __restrict y, const float* const* x, int64_t begin, int64_t end, bool more) {
+  for (int64_t i = begin; i < end; ++i) {
+    float acc = more ? y[i] + x[0][i] : x[0][i];
+    for (int q = 1; q < K; ++q) acc += x[q][i];
+    y[i] = acc;
+  }
+}
+
+template <int... K>
+void fold_some(int k, float* y, const float* const* x, int64_t begin, int64_t end, bool more,
+               std::integer_sequence<int, K...>) {
+  ((k == K + 1 ? fold<K + 1>(y, x, begin, end, more) : void()), ...);
+}
+
+// The plain reduce reference: device d sums elements [d * chunk, (d + 1) * chunk) of every input,
+// in rank order, into `out` (up to 8 inputs per pass): the arithmetic and memory traffic of an
+// all-reduce with a shared result (N x S read, S written), written here by hand, without the
+// collective's meeting, lending and bookkeeping.
+void reduce_share(const std::vector<std::vector<char>>& in, std::vector<char>& out, int d,
+                  int64_t bytes) {
+  const auto n = static_cast<int64_t>(in.size());
+  // Chunks of whole cache lines, as psum's owners take them.
+  const int64_t count = bytes / 4, chunk = ((count + n - 1) / n + 15) / 16 * 16;
+  const int64_t begin = std::min(count, d * chunk), end = std::min(count, begin + chunk);
+  std::vector<const float*> inputs;
+  for (const std::vector<char>& x : in) inputs.push_back(reinterpret_cast<const float*>(x.data()));
+  for (int64_t q = 0; q < n; q += 8) {
+    fold_some(static_cast<int>(std::min<int64_t>(8, n - q)), reinterpret_cast<float*>(out.data()),
+              inputs.data() + q, begin, end, q > 0, std::make_integer_sequence<int, 8>{});
+  }
+}
+
 // Median over minimum of a series of reps: how much the slower half of the reps lost to the
 // fastest (the target for every collective is at most 1.2; docs/benchmarks.md).
 double spread(const std::vector<double>& reps) { return median(reps) / minimum(reps); }
@@ -97,7 +139,12 @@ struct Result {
   // spread() of the collective's reps, and of each reference's reps in the same process: how
   // much the machine itself moved while the collective was timed.
   double spread, spread_barrier, spread_memcpy, spread_synced;
+  // Against the plain reduce (psum and psum_scatter only; NaN for the other ops).
+  double ratio_reduce = NAN, spread_reduce = NAN;
 };
+
+// Whether `op` reduces, so that the plain reduce reference applies.
+bool reduces(const std::string& op) { return op == "psum" || op == "psum_scatter"; }
 
 class Bench {
  public:
@@ -123,6 +170,11 @@ class Bench {
                 internal::barrier("i");
                 std::memcpy(dst[d].data(), src[d].data(), s);
               }
+            } else if (what == "plain reduce") {
+              for (int64_t i = 0; i < k; ++i) {
+                internal::barrier("i");
+                reduce_share(src, dst[0], d, s);
+              }
             } else {
               const std::vector<std::pair<int, int>> ring = ring_of(n_);
               Array y;
@@ -134,22 +186,35 @@ class Bench {
     verify(op, x);
     std::map<std::string, int64_t> k;
     std::map<std::string, std::vector<double>> t;
-    const std::vector<std::string> order{"barrier", "memcpy", "synced memcpy", op};
+    std::vector<std::string> order{"barrier", "memcpy", "synced memcpy"};
+    if (reduces(op)) order.push_back("plain reduce");
+    order.push_back(op);
     for (const std::string& what : order) {
       k[what] = calibrate([&](int64_t kk) { body(what, kk); }, options_.target_s);
     }
-    std::vector<double> ratio_barrier, ratio_memcpy, ratio_synced;
+    std::map<std::string, std::vector<double>> ratio;  // per reference, per rep
     for (int rep = 0; rep < options_.reps; ++rep) {
       for (const std::string& what : order) {
         t[what].push_back(time_per_iteration([&](int64_t kk) { body(what, kk); }, k[what]));
       }
-      ratio_barrier.push_back(t[op].back() / t["barrier"].back());
-      ratio_memcpy.push_back(t[op].back() / t["memcpy"].back());
-      ratio_synced.push_back(t[op].back() / t["synced memcpy"].back());
+      for (size_t r = 0; r + 1 < order.size(); ++r) {
+        ratio[order[r]].push_back(t[op].back() / t[order[r]].back());
+      }
     }
-    return Result{median(t[op]) * 1e6,  minimum(t[op]) * 1e6, median(ratio_barrier),
-                  median(ratio_memcpy), median(ratio_synced), spread(t[op]),
-                  spread(t["barrier"]), spread(t["memcpy"]),  spread(t["synced memcpy"])};
+    Result result{median(t[op]) * 1e6,
+                  minimum(t[op]) * 1e6,
+                  median(ratio["barrier"]),
+                  median(ratio["memcpy"]),
+                  median(ratio["synced memcpy"]),
+                  spread(t[op]),
+                  spread(t["barrier"]),
+                  spread(t["memcpy"]),
+                  spread(t["synced memcpy"])};
+    if (reduces(op)) {
+      result.ratio_reduce = median(ratio["plain reduce"]);
+      result.spread_reduce = spread(t["plain reduce"]);
+    }
+    return result;
   }
 
  private:
@@ -294,19 +359,21 @@ int main(int argc, char** argv) {
     fmt::print("\n{} devices: barrier reference {} \n", n, "(empty collective)");
     fmt::print(
         "| op | size | median µs | min µs | median / min | references' median / min (barrier, "
-        "memcpy, synced) | / barrier | / memcpy | / synced memcpy | algbw GB/s | busbw GB/s "
-        "|\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "memcpy, synced, plain reduce) | / barrier | / memcpy | / synced memcpy | / plain reduce "
+        "| algbw GB/s | busbw GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     Bench bench(n, options);
     for (const std::string& op : options.ops) {
       for (int64_t s : options.sizes) {
         Result r = bench.measure(op, s);
         double algbw = static_cast<double>(s) / (r.median_us * 1e-6) / 1e9;
+        const bool plain = !std::isnan(r.ratio_reduce);
         fmt::print(
-            "| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} / {:.2f} / {:.2f} | {:.2f} | {:.2f} | "
-            "{:.2f} | {:.2f} | {:.2f} |\n",
+            "| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} / {:.2f} / {:.2f} / {} | {:.2f} | "
+            "{:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n",
             op, size_label(s), r.median_us, r.min_us, r.spread, r.spread_barrier, r.spread_memcpy,
-            r.spread_synced, r.ratio_barrier, r.ratio_memcpy, r.ratio_synced, algbw,
-            algbw * bus_factor(op, n));
+            r.spread_synced, plain ? fmt::format("{:.2f}", r.spread_reduce) : "-", r.ratio_barrier,
+            r.ratio_memcpy, r.ratio_synced, plain ? fmt::format("{:.2f}", r.ratio_reduce) : "-",
+            algbw, algbw * bus_factor(op, n));
         std::fflush(stdout);
       }
     }
