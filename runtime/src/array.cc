@@ -213,8 +213,10 @@ const Kernels& kernels() { return kernels(current_device()); }
 
 ConstView const_view(const Array& a) {
   const ShardData& s = single_shard(a);
-  return ConstView{static_cast<const char*>(s.buffer->data()) + s.offset,
-                   ArrayAccess::impl(a).dtype, s.shape, dense_strides(s.shape)};
+  ConstView v{static_cast<const char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
+              s.shape, Strides(s.shape.size())};
+  set_dense_strides(v.shape, v.strides);
+  return v;
 }
 
 MutView mut_view(const Array& a) {

@@ -51,14 +51,20 @@ struct MutView {
   Strides strides;  // elements; same length as shape
 };
 
-// Row-major strides of a dense array of `shape` (inline: every op's views ask).
-inline Strides dense_strides(const Dims& shape) {
-  Strides strides(shape.size());
+// Writes the row-major strides of a dense array of `shape` into `strides` (same length). Inline
+// and in place: every op's views ask, and a returned SmallVector costs a move.
+inline void set_dense_strides(const Dims& shape, Strides& strides) {
   int64_t step = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = step;
     step *= shape[d];
   }
+}
+
+// Row-major strides of a dense array of `shape`.
+inline Strides dense_strides(const Dims& shape) {
+  Strides strides(shape.size());
+  set_dense_strides(shape, strides);
   return strides;
 }
 
