@@ -386,22 +386,21 @@ std::vector<Array> reduce(CollectiveKind kind, ReduceKind op, std::span<const Ar
     if (group_size != nullptr) *group_size = b.size;
     return outs;
   }
-  std::vector<bool> done(xs.size(), false);
-  for (size_t first = 0; first < xs.size(); ++first) {
-    if (done[first]) continue;
-    const DType dtype = reduced_dtype(xs[first].dtype(), op);
-    std::vector<size_t> picked;
-    for (size_t i = first; i < xs.size(); ++i) {
-      if (!done[i] && reduced_dtype(xs[i].dtype(), op) == dtype) picked.push_back(i);
-    }
-    std::vector<Array> ins, results(picked.size());
-    for (size_t i : picked) ins.push_back(xs[i]);
+  // The operands' positions by reduced dtype, dtypes in order of first appearance.
+  std::vector<std::pair<DType, std::vector<size_t>>> by_dtype;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const DType dtype = reduced_dtype(xs[i].dtype(), op);
+    auto it = std::find_if(by_dtype.begin(), by_dtype.end(),
+                           [&](const auto& group) { return group.first == dtype; });
+    if (it == by_dtype.end()) it = by_dtype.insert(by_dtype.end(), {dtype, {}});
+    it->second.push_back(i);
+  }
+  for (const auto& [dtype, positions] : by_dtype) {
+    std::vector<Array> ins, results(positions.size());
+    for (size_t i : positions) ins.push_back(xs[i]);
     int64_t members = 0;
     reduce_together(kind, op, ins, axes, options, api, results, members);
-    for (size_t k = 0; k < picked.size(); ++k) {
-      outs[picked[k]] = std::move(results[k]);
-      done[picked[k]] = true;
-    }
+    for (size_t k = 0; k < positions.size(); ++k) outs[positions[k]] = std::move(results[k]);
     if (group_size != nullptr) *group_size = members;
   }
   return outs;
