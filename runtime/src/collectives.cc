@@ -245,15 +245,15 @@ void check_orderable(const Array& x, ReduceKind op, const char* api) {
   }
 }
 
-// The result of a collective that may lend memory: `out`, or an array of `like`'s dtype and
-// shape on this device in the memory lent (whose owner is the Keep of an array's shard: its
+// The result of a collective that may lend memory: `out`, or an array of `dtype` and `shape`
+// on this device in the memory lent (whose owner is the Keep of an array's shard: its
 // Buffer).
-Array result_of(const Communicator::Lent& lent, const Array& out, const Array& like) {
+Array result_of(const Communicator::Lent& lent, const Array& out, DType dtype, const Shape& shape) {
   if (!lent.owner) return out;
   auto buffer = std::const_pointer_cast<Buffer>(std::static_pointer_cast<const Buffer>(lent.owner));
   const size_t offset =
       static_cast<const char*>(lent.data) - static_cast<const char*>(buffer->data());
-  return array_alias(like.dtype(), like.shape(), buffer, offset, current_device());
+  return array_alias(dtype, shape, buffer, offset, current_device());
 }
 
 const void* data_of(const Array& a) { return const_view(a).data; }
@@ -334,14 +334,18 @@ void reduce_together(CollectiveKind kind, ReduceKind op, std::span<const Array> 
   std::vector<int64_t> offsets;
   Array in = xs.size() == 1 ? reduction_input(xs[0], dtype) : pack(xs, dtype, offsets);
   OpSignature sig = xs.size() == 1 ? signature(kind, in) : packed_signature(kind, in, xs);
-  Array out = empty_array(dtype, in.shape());
+  Array out;
   {
     CollectiveScope scope(b, sig, options.axis_index_groups);
+    Communicator& comm = scope.comm();
+    // (An empty result may have no memory to lend.)
+    if (!comm.lends_shared_results() || in.size() == 0) out = empty_array(dtype, in.shape());
     const Reduced as = reduced_as(dtype);
     out = result_of(
-        scope.comm().all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in),
-                                       data_of_mut(out), keep_of(out), keep_of(in), scope.cancel()),
-        out, out);
+        comm.all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in),
+                               out.valid() ? data_of_mut(out) : nullptr,
+                               out.valid() ? keep_of(out) : nullptr, keep_of(in), scope.cancel()),
+        out, in.dtype(), in.shape());
     members = scope.group_size();
   }
   // Grouped reductions stay varying over the axes: different groups hold different values.
@@ -529,9 +533,16 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
     int64_t outer = 1;
     for (int d = 0; d < axis; ++d) outer *= in.shape()[d];
     int64_t row_bytes = outer == 0 ? 0 : in.size() / outer * itemsize(in.dtype());
-    out = internal::empty_array(in.dtype(), shape);
-    scope.comm().all_gather(outer, row_bytes, internal::data_of(in), internal::data_of_mut(out),
-                            internal::keep_of(in), scope.cancel());
+    internal::Communicator& comm = scope.comm();
+    if (!comm.lends_shared_results() || in.size() == 0) {
+      out = internal::empty_array(in.dtype(), shape);
+    }
+    out = internal::result_of(
+        comm.all_gather_shared(outer, row_bytes, internal::data_of(in),
+                               out.valid() ? internal::data_of_mut(out) : nullptr,
+                               out.valid() ? internal::keep_of(out) : nullptr,
+                               internal::keep_of(in), scope.cancel()),
+        out, in.dtype(), shape);
   }
   uint64_t vma =
       options.to == To::kInvariant ? internal::vma_of(x) & ~b.mask : internal::vma_of(x) | b.mask;
@@ -606,7 +617,7 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
     out = result_of(
         comm.permute_shared(src, in.size() * itemsize(in.dtype()), data_of(in),
                             out.valid() ? data_of_mut(out) : nullptr, keep_of(in), scope.cancel()),
-        out, in);
+        out, in.dtype(), in.shape());
   }
   return typed(out, b, same_everywhere ? vma_of(x) : vma_of(x) | b.mask);
 }

@@ -564,8 +564,9 @@ void Collectives::check_rank_order_sum(int64_t devices, int64_t n) {
 
 TEST_P(Collectives, OnePsumResultServesEveryDeviceUnchanged) {
   // On the CPU backend every device reads one result buffer (all_reduce_shared): the devices'
-  // later ops on it must not see each other's, at the leader-computes and owner-computes sizes.
-  for (int64_t n : {4, 1 << 16}) {
+  // later ops on it must not see each other's, at the leader-computes and owner-computes sizes
+  // (and empty, where a device may have no result memory to lend).
+  for (int64_t n : {0, 4, 1 << 16}) {
     std::vector<const void*> where(8);
     auto f = shard_map(
         [&](const Array& b) {
@@ -584,6 +585,43 @@ TEST_P(Collectives, OnePsumResultServesEveryDeviceUnchanged) {
     EXPECT_ARRAY_EQ(out[1], concatenate(scaled, 0));
     if (GetParam() == Platform::kCpu) {
       EXPECT_EQ(std::count(where.begin(), where.end(), where[0]), 8) << "n = " << n;
+    }
+  }
+}
+
+TEST_P(Collectives, OneGatheredResultServesEachGroupUnchanged) {
+  // On the CPU backend the members of a group read one gathered buffer (all_gather_shared),
+  // filled by the last member to arrive (small) or by each member's own rows (large): rows of
+  // [2, n] blocks gathered on axis 1 (two rows per block), in two groups whose order sets the
+  // positions; later ops on the result must not see each other's.
+  const std::vector<std::vector<int>> groups{{1, 0, 3, 2}, {4, 5, 6, 7}};
+  for (int64_t n : {0, 3, 1 << 14}) {
+    std::vector<const void*> where(8);
+    auto f = shard_map(
+        [&](const Array& b) {
+          const int d = axis_index("i").item<int32_t>();
+          Array y = all_gather(b.reshape({2, n}), "i", {.axis = 1, .axis_index_groups = groups});
+          where[d] = internal::const_view(y).data;
+          return std::vector<Array>{y.reshape({1, 2, 4, n}), y * static_cast<float>(d + 1)};
+        },
+        mesh({8}, {"i"}), P("i"), std::vector<PartitionSpec>{P("i"), P("i")}, {.check_vma = false});
+    Array x = arange(8 * 2 * n, DType::kFloat32).reshape({8, 2, n});
+    std::vector<Array> out = f(x.reshape({8 * 2 * n}));
+    for (int d = 0; d < 8; ++d) {
+      const std::vector<int>& group = groups[d / 4];
+      std::vector<Array> rows;
+      for (int member : group) rows.push_back(slice(x, {member, 0, 0}, {member + 1, 2, n})[0]);
+      Array expected = stack(rows, 1);  // [2, 4, n]: row r of every member, in group order
+      EXPECT_ARRAY_EQ(slice(out[0], {d, 0, 0, 0}, {d + 1, 2, 4, n})[0], expected)
+          << "n = " << n << ", device " << d;
+      EXPECT_ARRAY_EQ(slice(out[1], {d * 2, 0, 0}, {d * 2 + 2, 4, n}),
+                      expected * static_cast<float>(d + 1))
+          << "n = " << n << ", device " << d;
+    }
+    if (GetParam() == Platform::kCpu && n > 0) {
+      EXPECT_EQ(std::count(where.begin(), where.begin() + 4, where[0]), 4) << "n = " << n;
+      EXPECT_EQ(std::count(where.begin() + 4, where.end(), where[4]), 4) << "n = " << n;
+      EXPECT_NE(where[0], where[4]);
     }
   }
 }

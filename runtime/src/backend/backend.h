@@ -160,6 +160,10 @@ class Communicator {
   // buffer instead of each writing a copy (size - 1 fewer output writes). Every member passes its
   // `out` and `out_keep` (what keeps that buffer alive); the result is in this member's `out` or
   // in the memory lent. The default gives every member its own result.
+  // Where lends_shared_results(), this member is lent the result of every non-empty
+  // all_reduce_shared and all_gather_shared, so it may pass them a null `out` and an empty
+  // `out_keep` (no buffer allocated only to stay unwritten).
+  virtual bool lends_shared_results() const { return false; }
   virtual Lent all_reduce_shared(ReduceKind op, DType dtype, int64_t count, const void* in,
                                  void* out, const Keep& out_keep, const Keep& keep,
                                  Cancel& cancel) {
@@ -173,6 +177,14 @@ class Communicator {
   // out is [outer][size][row_bytes]; out[o][q] = in_q[o] (in is [outer][row_bytes]).
   virtual void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out,
                           const Keep& keep, Cancel& cancel) = 0;
+  // all_gather where one result may serve every member, as all_reduce_shared. The default gives
+  // every member its own result.
+  virtual Lent all_gather_shared(int64_t outer, int64_t row_bytes, const void* in, void* out,
+                                 const Keep& out_keep, const Keep& keep, Cancel& cancel) {
+    (void)out_keep;
+    all_gather(outer, row_bytes, in, out, keep, cancel);
+    return {};
+  }
   // in and out are [size][chunk_bytes]; out[q] = in_q[rank].
   virtual void all_to_all(int64_t chunk_bytes, const void* in, void* out, const Keep& keep,
                           Cancel& cancel) = 0;

@@ -291,6 +291,39 @@ void CpuExchange::all_gather(int rank, int64_t outer, int64_t row_bytes, const v
   }
 }
 
+Communicator::Lent CpuExchange::all_gather_shared(int rank, int64_t outer, int64_t row_bytes,
+                                                  const void* in, void* out,
+                                                  const Communicator::Keep& out_keep,
+                                                  const Communicator::Keep& keep, Cancel& cancel) {
+  // out[o][q] = in_q[o] for the members' rows `from` (one member's, or all of them).
+  auto gather = [this, outer, row_bytes](const std::vector<Slot>& slots, int from, int to) {
+    char* dst = static_cast<char*>(slots[0].out);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int q = from; q < to; ++q) {
+        std::memcpy(dst + (o * size_ + q) * row_bytes,
+                    static_cast<const char*>(slots[q].in) + o * row_bytes, row_bytes);
+      }
+    }
+  };
+  const int64_t bytes = outer * size_ * row_bytes;
+  const bool oversubscribed = wait_policy(cancel.threads()).yields > 0;
+  const std::vector<Slot>* set = nullptr;
+  if (bytes <= (oversubscribed ? kLeaderMaxBytesOversubscribed : kLeaderMaxBytes)) {
+    // As for small all-reduces: one synchronisation, the last member to arrive copying everything.
+    set = &exchange(
+        rank, in, out, keep, cancel,
+        [&gather, this](const std::vector<Slot>& slots) { gather(slots, 0, size_); }, out_keep);
+  } else {
+    // Each member's rows are still in its cache: it writes them, then waits for the others'.
+    set = &exchange(rank, in, out, keep, cancel, nullptr, out_keep);
+    gather(*set, rank, rank + 1);
+    arrive(cancel);
+  }
+  // As in all_reduce_shared, rank 0's slot stays until this member's next exchange.
+  if (rank == 0 || bytes == 0) return {};
+  return {(*set)[0].out_keep, (*set)[0].out};
+}
+
 void CpuExchange::all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out,
                              const Communicator::Keep& keep, Cancel& cancel) {
   const std::vector<Slot>& set = exchange(rank, in, out, keep, cancel);

@@ -12,6 +12,9 @@
 //     it to every output, then a second barrier (XLA's in-process scheme);
 //   - shared all-reduce (all_reduce_shared): the same two schemes, but writing only rank 0's
 //     output, which is lent to every member (arrays are immutable);
+//   - shared all-gather (all_gather_shared): rank 0's output is lent to every member; the last
+//     member to arrive fills it when small, else each member copies its own rows into it, then a
+//     second barrier (one copy of the result instead of one per member);
 //   - shared permute (permute_shared): the source's input itself is lent, nothing is copied;
 //   - reduce_scatter, all_gather, all_to_all, permute: each member pulls what it needs.
 // Reductions visit inputs in rank order, so every algorithm and schedule gives identical bits.
@@ -44,6 +47,10 @@ class CpuExchange {
                       const void* in, void* out, const Communicator::Keep& keep, Cancel& cancel);
   void all_gather(int rank, int64_t outer, int64_t row_bytes, const void* in, void* out,
                   const Communicator::Keep& keep, Cancel& cancel);
+  // The result in rank 0's `out` only, lent to the other members.
+  Communicator::Lent all_gather_shared(int rank, int64_t outer, int64_t row_bytes, const void* in,
+                                       void* out, const Communicator::Keep& out_keep,
+                                       const Communicator::Keep& keep, Cancel& cancel);
   void all_to_all(int rank, int64_t chunk_bytes, const void* in, void* out,
                   const Communicator::Keep& keep, Cancel& cancel);
   void permute(int rank, int src, int64_t bytes, const void* in, void* out,
@@ -104,6 +111,8 @@ class CpuCommunicator final : public Communicator {
                   const Keep& keep, Cancel& cancel) override {
     exchange_->all_reduce(rank_, op, dtype, count, in, out, keep, cancel);
   }
+  // Rank 0's `out` holds a shared result, lent to the others.
+  bool lends_shared_results() const override { return rank_ != 0; }
   Lent all_reduce_shared(ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
                          const Keep& out_keep, const Keep& keep, Cancel& cancel) override {
     return exchange_->all_reduce_shared(rank_, op, dtype, count, in, out, out_keep, keep, cancel);
@@ -115,6 +124,10 @@ class CpuCommunicator final : public Communicator {
   void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out, const Keep& keep,
                   Cancel& cancel) override {
     exchange_->all_gather(rank_, outer, row_bytes, in, out, keep, cancel);
+  }
+  Lent all_gather_shared(int64_t outer, int64_t row_bytes, const void* in, void* out,
+                         const Keep& out_keep, const Keep& keep, Cancel& cancel) override {
+    return exchange_->all_gather_shared(rank_, outer, row_bytes, in, out, out_keep, keep, cancel);
   }
   void all_to_all(int64_t chunk_bytes, const void* in, void* out, const Keep& keep,
                   Cancel& cancel) override {
