@@ -239,6 +239,18 @@ ConstView broadcast_view(const Array& a, const Shape& shape) {
   return v;
 }
 
+ConstView flat_view(const Array& a, int64_t n, bool repeat) {
+  const ShardData& s = single_shard(a);
+  return ConstView{static_cast<const char*>(s.buffer->data()) + s.offset,
+                   ArrayAccess::impl(a).dtype, Dims{n}, Strides{repeat ? 0 : 1}};
+}
+
+MutView flat_mut_view(const Array& a, int64_t n) {
+  const ShardData& s = single_shard(a);
+  return MutView{static_cast<char*>(s.buffer->data()) + s.offset, ArrayAccess::impl(a).dtype,
+                 Dims{n}, Strides{1}};
+}
+
 std::string index_str(const Index& index) {
   std::string out;
   for (const auto& [begin, end] : index) {

@@ -123,6 +123,17 @@ ConstView const_view(const Array& a);
 MutView mut_view(const Array& a);
 // A view of `a` broadcast to `shape` (NumPy rules, 0 strides), for kernels.
 ConstView broadcast_view(const Array& a, const Shape& shape);
+// Rank-1 views of n elements for elementwise kernels whose operands have the result's size: local
+// arrays are dense, so `a`'s n elements in order, or (`repeat`) its one element n times (stride
+// 0). Made without broadcast_view's per-dimension loop.
+ConstView flat_view(const Array& a, int64_t n, bool repeat);
+MutView flat_mut_view(const Array& a, int64_t n);
+// The element count of a shape that an array already has (checked when it was made).
+inline int64_t element_count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t extent : shape) n *= extent;
+  return n;
+}
 
 // The kernels of `device`'s backend (the current device's by default).
 const Kernels& kernels(const Device& device);

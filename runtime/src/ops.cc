@@ -21,7 +21,10 @@ namespace {
 
 using internal::broadcast_view;
 using internal::const_view;
+using internal::element_count;
 using internal::empty_array;
+using internal::flat_mut_view;
+using internal::flat_view;
 using internal::kernels;
 using internal::local;
 using internal::mut_view;
@@ -66,7 +69,8 @@ Array unary(internal::UnaryOp op, const Array& x, DType dtype, DType out_dtype) 
   const Device device = internal::current_device();  // asked once: each ask costs
   Array in = local(x.dtype() == dtype ? x : astype(x, dtype), device);
   Array out = empty_array(out_dtype, x.shape(), device);
-  kernels(device).unary(op, const_view(in), mut_view(out));
+  const int64_t n = element_count(x.shape());
+  kernels(device).unary(op, flat_view(in, n, false), flat_mut_view(out, n));
   return with_vma(out, vma_of(x));
 }
 
@@ -108,6 +112,20 @@ Array complex_part(internal::UnaryOp op, const Array& x) {
   return unary(op, x, x.dtype(), real_dtype(x.dtype()));
 }
 
+// Elementwise kernels take their operands as rank-1 runs (flat_view) when each has the result's
+// n elements or one (`v * 2`, `x + y`), which skips broadcast_view's per-dimension work; else as
+// views broadcast to the result's shape. `count` is the operand's element count.
+bool all_flat(int64_t n, std::initializer_list<int64_t> counts) {
+  return std::all_of(counts.begin(), counts.end(), [n](int64_t m) { return m == n || m == 1; });
+}
+internal::ConstView operand_view(const Array& x, int64_t count, const Shape& shape, int64_t n,
+                                 bool flat) {
+  return flat ? flat_view(x, n, count != n) : broadcast_view(x, shape);
+}
+internal::MutView result_view(const Array& y, int64_t n, bool flat) {
+  return flat ? flat_mut_view(y, n) : mut_view(y);
+}
+
 // The shape a and b broadcast to: one of theirs when it is (no copy), else made in `made`.
 const Shape& broadcast_shape(const Shape& a, const Shape& b, Shape& made) {
   if (a == b || b.empty()) return a;
@@ -133,7 +151,11 @@ Array binary(internal::BinaryOp op, const Array& a, const Array& b, DType comput
   const Array& la = operand(a, compute, device, converted_a);
   const Array& lb = operand(b, compute, device, converted_b);
   Array out = empty_array(result, shape, device);
-  kernels(device).binary(op, broadcast_view(la, shape), broadcast_view(lb, shape), mut_view(out));
+  const int64_t n = element_count(shape), na = element_count(la.shape());
+  const int64_t nb = element_count(lb.shape());
+  const bool flat = all_flat(n, {na, nb});
+  kernels(device).binary(op, operand_view(la, na, shape, n, flat),
+                         operand_view(lb, nb, shape, n, flat), result_view(out, n, flat));
   return with_vma(out, vma_of(a) | vma_of(b));
 }
 
@@ -496,8 +518,11 @@ Array where(const Array& cond, const Array& a, const Array& b) {
   Array la = local(a.dtype() == dt ? a : astype(a, dt));
   Array lb = local(b.dtype() == dt ? b : astype(b, dt));
   Array out = empty_array(dt, shape);
-  kernels().select(broadcast_view(lc, shape), broadcast_view(la, shape), broadcast_view(lb, shape),
-                   mut_view(out));
+  const int64_t n = element_count(shape), nc = element_count(lc.shape());
+  const int64_t na = element_count(la.shape()), nb = element_count(lb.shape());
+  const bool flat = all_flat(n, {nc, na, nb});
+  kernels().select(operand_view(lc, nc, shape, n, flat), operand_view(la, na, shape, n, flat),
+                   operand_view(lb, nb, shape, n, flat), result_view(out, n, flat));
   return with_vma(out, vma_of(cond) | vma_of(a) | vma_of(b));
 }
 
@@ -842,7 +867,8 @@ Array astype(const Array& x, DType dtype) {
   if (x.dtype() == dtype) return x;
   Array in = local(x);
   Array out = empty_array(dtype, x.shape());
-  kernels().copy(const_view(in), mut_view(out));
+  const int64_t n = element_count(x.shape());
+  kernels().copy(flat_view(in, n, false), flat_mut_view(out, n));
   return with_vma(out, vma_of(x));
 }
 
