@@ -573,44 +573,40 @@ Array weak_scalar(WeakScalar s, const Array& like) {
 
 namespace internal {
 
-// Each thread keeps one rank-0 array per CPU device and dtype, refilled in place while nothing
-// else holds it (the ops never return an operand as their result, and one that did would only
-// make the next call allocate). Only CPU devices: their arrays are plain host memory, while other
+// Each thread keeps one rank-0 array per CPU device and kind of weak scalar next to a dtype,
+// refilled in place while nothing else holds it (the ops never return an operand as their result,
+// and one that did would only make the next call allocate), and found again by the literal's
+// bits: `x * 2` in a loop then neither allocates nor works out the scalar's dtype again (-0.0 is
+// not 0.0; a NaN is itself). Only CPU devices: their arrays are plain host memory, while other
 // backends count their buffers (the test backend's leak checks) or fill on a stream anyway.
-// Equal down to the bits (-0.0 is not 0.0; a NaN is itself).
-bool same_bits(const Scalar& a, const Scalar& b) {
-  if (a.index() != b.index()) return false;
-  if (const double* x = std::get_if<double>(&a)) {
-    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
-  }
-  return a == b;
-}
-
 Array scalar_operand(WeakScalar s, const Array& like) {
   const Device device = current_device();
   if (device.platform != Platform::kCpu) return weak_scalar(s, like);
-  const std::pair<DType, Scalar> weak = weak_value(s, like);
-  const DType dt = weak.first;  // (not a structured binding: clang 14 cannot capture those)
-  const Scalar& value = weak.second;
   struct Slot {
     Device device;
-    DType dtype;
+    DType like;  // the dtype and the literal's kind decide the array's dtype (weak_value)
+    bool is_float, is_bool;
+    uint64_t bits;  // the literal `array` holds (arrays are immutable: only this function writes)
     Array array;
-    Scalar value;  // what `array` holds (arrays are immutable: only this function writes it)
   };
   thread_local std::vector<Slot> slots;
-  auto slot = std::find_if(slots.begin(), slots.end(),
-                           [&](const Slot& x) { return x.device == device && x.dtype == dt; });
-  if (slot != slots.end() && same_bits(slot->value, value))
-    return slot->array;  // `x * 2` in a loop
+  const DType like_dtype = like.dtype();
+  const auto bits = std::bit_cast<uint64_t>(s.value);
+  auto slot = std::find_if(slots.begin(), slots.end(), [&](const Slot& x) {
+    return x.device == device && x.like == like_dtype && x.is_float == s.is_float &&
+           x.is_bool == s.is_bool;
+  });
+  if (slot != slots.end() && slot->bits == bits) return slot->array;
+  const std::pair<DType, Scalar> weak = weak_value(s, like);  // (may throw: nothing changed yet)
   if (slot == slots.end()) {
-    slots.push_back({device, dt, empty_array(dt, {}, device), value});
+    slots.push_back(
+        {device, like_dtype, s.is_float, s.is_bool, bits, empty_array(weak.first, {}, device)});
     slot = slots.end() - 1;
   } else if (ArrayAccess::ptr(slot->array).use_count() != 1) {
-    slot->array = empty_array(dt, {}, device);
+    slot->array = empty_array(weak.first, {}, device);
   }
-  kernels(device).fill(mut_view(slot->array), value);
-  slot->value = value;
+  kernels(device).fill(mut_view(slot->array), weak.second);
+  slot->bits = bits;
   return slot->array;
 }
 

@@ -362,6 +362,13 @@ TEST(OpsTest, WeakScalarOperandsDoNotLeakBetweenResults) {
   EXPECT_TRUE(Is(x * 2.0f, kF32, {2}, {2, 4}));
   EXPECT_FALSE(std::signbit((x * 0.0f).to_vector<float>()[0]));
   EXPECT_TRUE(std::signbit((x * -0.0f).to_vector<float>()[0]));
+  // The same literal bits of another kind, or next to another dtype, are another scalar: int32
+  // * 2 stays int32, int32 * 2.0f is float32.
+  const Array i = arange(2);
+  EXPECT_TRUE(Is(i * 2, kI32, {2}, {0, 2}));
+  EXPECT_TRUE(Is(i * 2.0f, kF32, {2}, {0, 2}));
+  EXPECT_TRUE(Is(i * 2, kI32, {2}, {0, 2}));
+  EXPECT_TRUE(Is(x * 2, kF32, {2}, {2, 4}));
   auto body = shard_map(
       [](const Array& b) {
         const Array first = b * 2;
