@@ -297,6 +297,7 @@ Communicator::Lent CpuExchange::all_gather_shared(int rank, int64_t outer, int64
                                                   const Communicator::Keep& keep, Cancel& cancel) {
   // out[o][q] = in_q[o] for the members' rows `from` (one member's, or all of them).
   auto gather = [this, outer, row_bytes](const std::vector<Slot>& slots, int from, int to) {
+    if (row_bytes == 0) return;  // (an empty array's memory is not to be touched)
     char* dst = static_cast<char*>(slots[0].out);
     for (int64_t o = 0; o < outer; ++o) {
       for (int q = from; q < to; ++q) {

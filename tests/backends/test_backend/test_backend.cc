@@ -151,6 +151,7 @@ class MailboxCommunicator final : public Communicator {
   void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out, const Keep&,
                   Cancel& cancel) override {
     mailbox_->round(rank_, in, outer * row_bytes, cancel, [&](const auto& deposits) {
+      if (outer * row_bytes == 0) return;  // (an empty array may have no memory: null pointers)
       for (int64_t o = 0; o < outer; ++o) {
         for (int q = 0; q < size_; ++q) {
           std::memcpy(static_cast<char*>(out) + (o * size_ + q) * row_bytes,
@@ -162,6 +163,7 @@ class MailboxCommunicator final : public Communicator {
   void all_to_all(int64_t chunk_bytes, const void* in, void* out, const Keep&,
                   Cancel& cancel) override {
     mailbox_->round(rank_, in, size_ * chunk_bytes, cancel, [&](const auto& deposits) {
+      if (chunk_bytes == 0) return;  // (as above)
       for (int q = 0; q < size_; ++q) {
         std::memcpy(static_cast<char*>(out) + q * chunk_bytes,
                     deposits[q].data() + rank_ * chunk_bytes, chunk_bytes);
