@@ -259,6 +259,16 @@ Array result_of(const Communicator::Lent& lent, const Array& out, DType dtype, c
 const void* data_of(const Array& a) { return const_view(a).data; }
 void* data_of_mut(const Array& a) { return mut_view(a).data; }
 
+// The output a member of `comm` passes to a shared collective (all_reduce_shared,
+// all_gather_shared): none where it is always lent the result, except for an empty result, which
+// may have no memory to lend. Then its data and keep, null for none.
+Array shared_output(const Communicator& comm, DType dtype, const Shape& shape) {
+  if (comm.lends_shared_results() && element_count(shape) > 0) return Array();
+  return empty_array(dtype, shape);
+}
+void* output_data(const Array& out) { return out.valid() ? data_of_mut(out) : nullptr; }
+Communicator::Keep output_keep(const Array& out) { return out.valid() ? keep_of(out) : nullptr; }
+
 // The vma of a result: only tracked when check_vma is on.
 Array typed(Array out, const Bound& b, uint64_t vma) {
   return with_vma(std::move(out), b.ctx != nullptr && b.ctx->track_vma ? vma : 0);
@@ -338,13 +348,11 @@ void reduce_together(CollectiveKind kind, ReduceKind op, std::span<const Array> 
   {
     CollectiveScope scope(b, sig, options.axis_index_groups);
     Communicator& comm = scope.comm();
-    // (An empty result may have no memory to lend.)
-    if (!comm.lends_shared_results() || in.size() == 0) out = empty_array(dtype, in.shape());
+    out = shared_output(comm, dtype, in.shape());
     const Reduced as = reduced_as(dtype);
     out = result_of(
-        comm.all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in),
-                               out.valid() ? data_of_mut(out) : nullptr,
-                               out.valid() ? keep_of(out) : nullptr, keep_of(in), scope.cancel()),
+        comm.all_reduce_shared(op, as.dtype, in.size() * as.lanes, data_of(in), output_data(out),
+                               output_keep(out), keep_of(in), scope.cancel()),
         out, in.dtype(), in.shape());
     members = scope.group_size();
   }
@@ -534,14 +542,10 @@ Array all_gather(const Array& x, AxisNames axes, AllGatherOptions options) {
     for (int d = 0; d < axis; ++d) outer *= in.shape()[d];
     int64_t row_bytes = outer == 0 ? 0 : in.size() / outer * itemsize(in.dtype());
     internal::Communicator& comm = scope.comm();
-    if (!comm.lends_shared_results() || in.size() == 0) {
-      out = internal::empty_array(in.dtype(), shape);
-    }
+    out = internal::shared_output(comm, in.dtype(), shape);
     out = internal::result_of(
-        comm.all_gather_shared(outer, row_bytes, internal::data_of(in),
-                               out.valid() ? internal::data_of_mut(out) : nullptr,
-                               out.valid() ? internal::keep_of(out) : nullptr,
-                               internal::keep_of(in), scope.cancel()),
+        comm.all_gather_shared(outer, row_bytes, internal::data_of(in), internal::output_data(out),
+                               internal::output_keep(out), internal::keep_of(in), scope.cancel()),
         out, in.dtype(), shape);
   }
   uint64_t vma =
@@ -614,10 +618,9 @@ Array permute_from(const Bound& b, CollectiveKind kind, const Array& x, int64_t 
     if (src < 0 || !comm.lends_inputs() || in.size() == 0) {
       out = empty_array(in.dtype(), in.shape());  // (an empty array may have no memory to lend)
     }
-    out = result_of(
-        comm.permute_shared(src, in.size() * itemsize(in.dtype()), data_of(in),
-                            out.valid() ? data_of_mut(out) : nullptr, keep_of(in), scope.cancel()),
-        out, in.dtype(), in.shape());
+    out = result_of(comm.permute_shared(src, in.size() * itemsize(in.dtype()), data_of(in),
+                                        output_data(out), keep_of(in), scope.cancel()),
+                    out, in.dtype(), in.shape());
   }
   return typed(out, b, same_everywhere ? vma_of(x) : vma_of(x) | b.mask);
 }
