@@ -136,7 +136,8 @@ class Rendezvous {
 //     enqueued).
 //   - Buffer lifetime: `in` and `out` stay valid until the method returns on this member. A
 //     backend whose members read each other's inputs after that (the CPU backend's zero-copy
-//     pulls) holds `keep` until no member can read `in` any more.
+//     pulls) holds `keep` until no member can read `in` any more. `out` never overlaps any
+//     member's `in` (outputs are fresh buffers), so a backend may build results in place.
 //   - Waiting honours `cancel`; abort() (from any thread) makes every member that waits, or will
 //     wait, in this communicator throw through its Cancel. An aborted communicator is not reused.
 //   - Handles are cached and outlive calls (exec/communicator_pool.h): one call uses a

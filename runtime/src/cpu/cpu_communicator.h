@@ -152,7 +152,8 @@ class CpuCommunicator final : public Communicator {
 };
 
 // out[i - begin] = in_0[i] op in_1[i] op ... for i in [begin, end), inputs in the given order
-// (`out` points at the destination of element `begin`).
+// (`out` points at the destination of element `begin`, and overlaps no input: it may hold partial
+// results before it is complete).
 void reduce_inputs(ReduceKind op, DType dtype, const void* const* ins, int n, void* out,
                    int64_t begin, int64_t end);
 
