@@ -7,9 +7,9 @@
 #include <cstring>
 #include <functional>
 #include <type_traits>
-#include <utility>
 
 #include "backend/element_rules.h"
+#include "backend/host_fold.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -33,56 +33,24 @@ constexpr int64_t kBlockBytes = 16 * 1024;
 // non-temporal stores (the outputs would not stay in cache anyway).
 constexpr int64_t kStreamMinBytes = 4 << 20;
 
-// acc[i] = op(...op(op(acc[i], in[0][i]), in[1][i])..., in[K-1][i]), or without acc[i] when
-// kFirst: K inputs folded in order while acc[i] sits in a register, so the loop vectorizes and
-// touches the accumulator once per K inputs instead of once per input. (__restrict and the
-// inputs' pointers copied out first: otherwise the compiler must assume a store to acc may move
-// them, and checks every pair of streams for overlap.)
-template <int K, bool kFirst, class T, class Rule>
-void fold(ComputeOf<T>* __restrict acc, const StorageOf<T>* const* in, int64_t offset,
-          int64_t len) {
-  const StorageOf<T>* __restrict x[K];
-  for (int q = 0; q < K; ++q) x[q] = in[q] + offset;
-  for (int64_t i = 0; i < len; ++i) {
-    ComputeOf<T> a = load<T>(&x[0][i]);
-    if constexpr (!kFirst) a = Rule::apply(acc[i], a);
-    for (int q = 1; q < K; ++q) a = Rule::apply(a, load<T>(&x[q][i]));
-    acc[i] = a;
-  }
-}
-
-template <class T, class Rule, int... K>
-void fold_some(int k, ComputeOf<T>* acc, const StorageOf<T>* const* in, int64_t offset, int64_t len,
-               bool first, std::integer_sequence<int, K...>) {
-  auto run = [&]<int kInputs>() {
-    first ? fold<kInputs, true, T, Rule>(acc, in, offset, len)
-          : fold<kInputs, false, T, Rule>(acc, in, offset, len);
-  };
-  ((k == K + 1 ? run.template operator()<K + 1>() : void()), ...);
-}
-
-// Reduces block by block so the accumulator stays in L1; each element sees inputs in rank order,
-// up to kFan of them per pass. Where an element is computed in its stored type (all but the half
-// types) the output block itself is the accumulator: no copy out of a staging buffer (for f32,
-// 14% of the time of an 8-device psum that fits in cache).
+// Reduces block by block so the accumulator stays in L1; each element sees inputs in rank order.
+// Where an element is computed in its stored type (all but the half types) the output block
+// itself is the accumulator: no copy out of a staging buffer (for f32, 14% of the time of an
+// 8-device psum that fits in cache).
 template <class T, class Rule>
 void reduce_typed(const void* const* ins, int n, void* out, int64_t begin, int64_t end) {
   constexpr int64_t kBlock = 1024;
-  constexpr int kFan = 8;
   constexpr bool kInPlace = std::is_same_v<ComputeOf<T>, StorageOf<T>>;
   ComputeOf<T> staging[kInPlace ? 1 : kBlock];
   const auto* const* in = reinterpret_cast<const StorageOf<T>* const*>(ins);
   for (int64_t b = begin; b < end; b += kBlock) {
     int64_t len = std::min(kBlock, end - b);
     StorageOf<T>* dst = static_cast<StorageOf<T>*>(out) + (b - begin);
-    ComputeOf<T>* acc = staging;
-    if constexpr (kInPlace) acc = dst;
-    for (int q = 0; q < n; q += kFan) {
-      fold_some<T, Rule>(std::min(kFan, n - q), acc, in + q, b, len, q == 0,
-                         std::make_integer_sequence<int, kFan>{});
-    }
-    if constexpr (!kInPlace) {
-      for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
+    if constexpr (kInPlace) {
+      fold_inputs<T, Rule>(dst, in, n, b, len, true);
+    } else {
+      fold_inputs<T, Rule>(staging, in, n, b, len, true);
+      for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], staging[i]);
     }
   }
 }

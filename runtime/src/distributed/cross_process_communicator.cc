@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "backend/element_rules.h"
+#include "backend/host_fold.h"
 #include "exec/futex.h"
 #include "spmd/errors.h"
 
@@ -57,34 +58,35 @@ struct FoldSpan {
   const std::vector<void*>* copies = nullptr;
 };
 
-// out[i] = ((start[i] op ins[k][i]) op ins[k+1][i]) ... for i in the span, start being partial[i]
-// or ins[0][i].
+// out[i] = ((start[i] op ins[0][i]) op ins[1][i]) ... for i in the span, start being partial[i],
+// or without it. Compute-type outputs, and storage types computed as themselves, are folded in
+// place; half types in a float block, rounded once.
 template <class T, class Rule>
 void fold_typed(const std::vector<const void*>& ins, void* out, const FoldSpan& span) {
   constexpr int64_t kBlock = 1024;
-  ComputeOf<T> acc[kBlock];
+  constexpr bool kInPlace = std::is_same_v<ComputeOf<T>, StorageOf<T>>;
+  ComputeOf<T> staging[kBlock];
+  const auto* const* in = reinterpret_cast<const StorageOf<T>* const*>(ins.data());
   const int n = static_cast<int>(ins.size());
   for (int64_t b = span.begin; b < span.begin + span.count; b += kBlock) {
     const int64_t len = std::min(kBlock, span.begin + span.count - b);
-    int q = 0;
+    auto* dst = static_cast<StorageOf<T>*>(out) + b;
+    ComputeOf<T>* acc = staging;
+    if (span.out_partial) {
+      acc = static_cast<ComputeOf<T>*>(out) + b;
+    } else if constexpr (kInPlace) {
+      acc = dst;
+    }
     if (span.partial) {
       std::memcpy(acc, static_cast<const ComputeOf<T>*>(span.partial) + b, len * sizeof(acc[0]));
-    } else {
-      const auto* first = static_cast<const StorageOf<T>*>(ins[q++]) + b;
-      for (int64_t i = 0; i < len; ++i) acc[i] = load<T>(&first[i]);
     }
-    for (; q < n; ++q) {
-      const auto* in = static_cast<const StorageOf<T>*>(ins[q]) + b;
-      for (int64_t i = 0; i < len; ++i) acc[i] = Rule::apply(acc[i], load<T>(&in[i]));
-    }
-    if (span.out_partial) {
-      std::memcpy(static_cast<ComputeOf<T>*>(out) + b, acc, len * sizeof(acc[0]));
-    } else {
-      auto* dst = static_cast<StorageOf<T>*>(out) + b;
+    fold_inputs<T, Rule>(acc, in, n, b, len, span.partial == nullptr);
+    if (span.out_partial) continue;
+    if constexpr (!kInPlace) {
       for (int64_t i = 0; i < len; ++i) store<T>(&dst[i], acc[i]);
-      for (size_t k = 0; span.copies && k < span.copies->size(); ++k) {
-        std::memcpy(static_cast<StorageOf<T>*>((*span.copies)[k]) + b, dst, len * sizeof(dst[0]));
-      }
+    }
+    for (size_t k = 0; span.copies && k < span.copies->size(); ++k) {
+      std::memcpy(static_cast<StorageOf<T>*>((*span.copies)[k]) + b, dst, len * sizeof(dst[0]));
     }
   }
 }
