@@ -6,6 +6,7 @@
 //   mismatch  process 1 runs psum over another shape than process 0
 //   skip      process 1's devices skip a collective that process 0's run
 //   stall     process 1 sleeps in a body past the collective timeout (2 s), alive and silent
+//   leave     process 1 returns from main (status 0) before a step that process 0 still runs
 //   remote    a host read of a shard that lives in the other process
 //   pmap_size a legacy pmap whose mapped size is not this process's device count
 //   pmap_nest a nested pmap (compat shim) over the devices of both processes
@@ -57,6 +58,10 @@ int run(const std::string& mode) {
     }
     for (int step = 0; step < 40; ++step) {
       since = Clock::now();
+      if (me == 1 && step == 10 && mode == "leave") {
+        fmt::print("process 1 leaves before step 10\n");
+        return 0;
+      }
       auto f = spmd::shard_map(
           [&](const spmd::Array& b) {
             const bool odd_one = me == 1 && step == 10;
@@ -94,7 +99,7 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    fmt::print(stderr, "usage: faults kill|mismatch|skip|stall|remote|pmap_size|pmap_nest\n");
+    fmt::print(stderr, "usage: faults kill|mismatch|skip|stall|leave|remote|pmap_size|pmap_nest\n");
     return 2;
   }
   spmd::distributed::initialize();

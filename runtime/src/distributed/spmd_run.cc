@@ -10,8 +10,9 @@
 // process prints is prefixed with "[i] ". When a process fails (a non-zero exit or a signal)
 // spmd-run names it, gives the others --grace-s seconds (default 10) to end on their own (they
 // raise spmd errors once the failed process is gone), then kills what is left and exits with the
-// first failure's status (128+signal for a signal). No process outlives spmd-run: each child is
-// killed when spmd-run dies.
+// first failure's status (128+signal for a signal), naming also a process that had exited with
+// status 0 before the failure (it may have left a collective the others still ran). No process
+// outlives spmd-run: each child is killed when spmd-run dies.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -220,6 +221,10 @@ int main(int argc, char** argv) {
   if (listening >= 0) ::close(listening);
 
   int first_failed = -1;
+  // The first process to exit with status 0, before any failure: when others then fail, a
+  // collective they ran with it may have lost its partner, and the first process to fail is a
+  // victim, not the cause.
+  int left_early = -1;
   Clock::time_point kill_at = Clock::time_point::max();
   bool killed = false;
   for (;;) {
@@ -248,6 +253,7 @@ int main(int argc, char** argv) {
       if (!c.exited && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
         c.exited = true;
         const bool failed = !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+        if (!failed && left_early < 0 && first_failed < 0 && failed_now < 0) left_early = i;
         // A process killed by a signal fails before the others notice (they see its connections
         // close and exit with an error): when one sweep reaps both, it is the cause.
         if (failed && (failed_now < 0 ||
@@ -293,5 +299,11 @@ int main(int argc, char** argv) {
                            describe(children[i].status));
   }
   fmt::print(stderr, "spmd-run: process {} failed first; {}\n", first_failed, summary);
+  if (left_early >= 0) {
+    fmt::print(stderr,
+               "spmd-run: process {} exited with status 0 before any process failed: if the others "
+               "failed in a collective, it had left it (look at why process {} finished early)\n",
+               left_early, left_early);
+  }
   return exit_code(children[first_failed].status);
 }
