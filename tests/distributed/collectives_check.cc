@@ -192,6 +192,28 @@ std::vector<Case> cases() {
                          data(500 * n, dt, 4));
                    }});
   }
+  // Shared results (a process's members but the first are lent the first's output) under later
+  // per-device ops: each device scales what it was lent, and no device sees another's.
+  for (int64_t per : {int64_t{1000}, int64_t{70000}}) {
+    out.push_back({fmt::format("psum_lent_then_scaled_{}", per), [=] {
+                     return per_device(
+                         flat,
+                         [](const Array& b) {
+                           Array y = spmd::psum(b, "i");
+                           return y * (spmd::axis_index("i") + 1).astype(spmd::float32) + y;
+                         },
+                         data(per * n, spmd::float32, 20));
+                   }});
+  }
+  out.push_back({"all_gather_lent_then_scaled", [=] {
+                   return per_device(
+                       flat,
+                       [](const Array& b) {
+                         Array y = spmd::all_gather(b, "i", {.tiled = true});
+                         return y * (spmd::axis_index("i") + 1).astype(spmd::float32);
+                       },
+                       data(3000 * n, spmd::float32, 21));
+                 }});
   out.push_back({"pmax_cols_a", [=] {
                    return per_device(
                        cols, [](const Array& b) { return spmd::pmax(b, "a"); },

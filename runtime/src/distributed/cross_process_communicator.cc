@@ -238,7 +238,8 @@ CrossProcessExchange::CrossProcessExchange(std::vector<Device> members,
   }
 }
 
-void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cancel& cancel) {
+Communicator::Lent CrossProcessExchange::run(int rank, const CollectiveRequest& request,
+                                             Cancel& cancel) {
   std::unique_lock<std::mutex> lock(mu_);
   if (aborted_) {
     // Not under mu_: throw_aborted takes the call's lock, which abort() holds when it takes mu_.
@@ -252,10 +253,11 @@ void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cance
     lock.unlock();
     work(cancel);
     lock.lock();
+    lent_ = {requests_[0].out_keep, requests_[0].out};
     arrived_ = 0;
     generation_.fetch_add(1, std::memory_order_release);
     cv_.notify_all();
-    return;
+    return request.out ? Communicator::Lent{} : lent_;
   }
   // Spin or yield first, as the CPU backend's members do: a member that sleeps at once makes
   // every exchange pay a futex wake-up, and on a virtual machine the wake-up of an idle core.
@@ -277,6 +279,7 @@ void CrossProcessExchange::run(int rank, const CollectiveRequest& request, Cance
     lock.unlock();
     cancel.throw_aborted();
   }
+  return request.out ? Communicator::Lent{} : lent_;
 }
 
 void CrossProcessExchange::gloo_failed(const std::exception& e, const char* what, Cancel& cancel) {
@@ -706,7 +709,9 @@ void CrossProcessExchange::chain(Cancel& cancel) {
 
 std::vector<void*> CrossProcessExchange::other_outputs() const {
   std::vector<void*> outs;
-  for (size_t i = 1; i < requests_.size(); ++i) outs.push_back(requests_[i].out);
+  for (size_t i = 1; i < requests_.size(); ++i) {
+    if (requests_[i].out) outs.push_back(requests_[i].out);
+  }
   return outs;
 }
 
@@ -735,6 +740,7 @@ void CrossProcessExchange::compute(const std::vector<const void*>& ins) {
     case CollectiveRequest::kAllGather: {
       const int64_t row = first.b;
       for (const CollectiveRequest& r : requests_) {
+        if (!r.out) continue;  // lent the first member's
         char* dst = static_cast<char*>(r.out);
         for (int64_t o = 0; o < first.a; ++o) {
           for (int q = 0; q < size; ++q) {
@@ -779,12 +785,22 @@ void CrossProcessExchange::abort() {
 
 bool CrossProcessExchange::release() {
   std::lock_guard<std::mutex> lock(mu_);
+  lent_ = {};
+  for (CollectiveRequest& r : requests_) r.out_keep = nullptr;
   return !aborted_ && arrived_ == 0;
 }
 
 void CrossProcessCommunicator::all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in,
                                           void* out, const Keep&, Cancel& cancel) {
   exchange_->run(rank_, {CollectiveRequest::kAllReduce, op, dtype, count, 0, -1, in, out}, cancel);
+}
+
+Communicator::Lent CrossProcessCommunicator::all_reduce_shared(ReduceKind op, DType dtype,
+                                                               int64_t count, const void* in,
+                                                               void* out, const Keep& out_keep,
+                                                               const Keep&, Cancel& cancel) {
+  return exchange_->run(
+      rank_, {CollectiveRequest::kAllReduce, op, dtype, count, 0, -1, in, out, out_keep}, cancel);
 }
 
 void CrossProcessCommunicator::reduce_scatter(ReduceKind op, DType dtype, int64_t outer,
@@ -800,6 +816,16 @@ void CrossProcessCommunicator::all_gather(int64_t outer, int64_t row_bytes, cons
                  {CollectiveRequest::kAllGather, ReduceKind::kSum, DType::kBool, outer, row_bytes,
                   -1, in, out},
                  cancel);
+}
+
+Communicator::Lent CrossProcessCommunicator::all_gather_shared(int64_t outer, int64_t row_bytes,
+                                                               const void* in, void* out,
+                                                               const Keep& out_keep, const Keep&,
+                                                               Cancel& cancel) {
+  return exchange_->run(rank_,
+                        {CollectiveRequest::kAllGather, ReduceKind::kSum, DType::kBool, outer,
+                         row_bytes, -1, in, out, out_keep},
+                        cancel);
 }
 
 void CrossProcessCommunicator::all_to_all(int64_t chunk_bytes, const void* in, void* out,

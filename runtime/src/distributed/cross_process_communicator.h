@@ -33,7 +33,9 @@
 // other processes too.
 //
 // Members read each other's inputs only while every member of this process waits in the
-// collective, so nothing needs to be kept (`keep` is unused).
+// collective, so nothing needs to be kept (`keep` is unused). A shared all-reduce or all-gather
+// writes its result once per process, into the first member's output, and lends it (with its
+// `out_keep`) to the process's other members, which pass no output (design.md, "Lent results").
 #pragma once
 
 #include <gloo/context.h>
@@ -59,7 +61,9 @@ struct CollectiveRequest {
   int64_t a = 0, b = 0;  // count | outer, inner | outer, row_bytes | chunk_bytes | bytes
   int src = -1;          // permute's source rank
   const void* in = nullptr;
-  void* out = nullptr;
+  void* out = nullptr;  // null: a member lent the first member's result (lends())
+  // all_reduce_shared / all_gather_shared: what keeps `out` alive, for the members it is lent to.
+  Communicator::Keep out_keep;
 };
 
 // The state the members of this process share for one cross-process communicator.
@@ -75,7 +79,12 @@ class CrossProcessExchange {
   // Inputs of up to this many bytes per process travel with the header.
   static constexpr int64_t kInlineBytes = 16 * 1024;
 
-  void run(int rank, const CollectiveRequest& request, Cancel& cancel);
+  // Runs `request` for `rank`; the memory lent to it when it passed no `out`.
+  Communicator::Lent run(int rank, const CollectiveRequest& request, Cancel& cancel);
+  // Whether `rank` is lent the result of every non-empty shared all-reduce and all-gather: every
+  // member of this process but the first, whose output the work writes once (the others share
+  // its memory) instead of copying it to each.
+  bool lends(int rank) const { return local_index_[rank] > 0; }
   void abort();
   bool release();
 
@@ -112,7 +121,7 @@ class CrossProcessExchange {
   // A large all-reduce over processes that own consecutive ranks, over the blocking connections
   // (see the top of this file).
   void chain(Cancel& cancel);
-  // The outputs of this process's members but the first.
+  // The outputs of this process's members but the first, except those lent the first's.
   std::vector<void*> other_outputs() const;
   char* envelope(int process) { return envelopes_.data() + process * kEnvelopeBytes; }
   void compute(const std::vector<const void*>& ins);
@@ -146,6 +155,9 @@ class CrossProcessExchange {
   uint64_t call_ = 0;                        // the cross-process call of the last collective
   uint64_t in_call_ = 0;                     // collectives of that call so far
   std::vector<CollectiveRequest> requests_;  // by local index, for the current collective
+  // The first member's output, set by the work before it releases the others: requests_[0]
+  // may be the next collective's before a lent member reads it, lent_ only after they all arrive.
+  Communicator::Lent lent_;
   // This process's inputs and everyone's; in the chain, the running values sent and received.
   std::vector<char> staging_, gathered_;
   // Every process's envelope, by Gloo rank, then the one this process sends.
@@ -160,6 +172,11 @@ class CrossProcessCommunicator final : public Communicator {
 
   void all_reduce(ReduceKind op, DType dtype, int64_t count, const void* in, void* out, const Keep&,
                   Cancel& cancel) override;
+  bool lends_shared_results() const override { return exchange_->lends(rank_); }
+  Lent all_reduce_shared(ReduceKind op, DType dtype, int64_t count, const void* in, void* out,
+                         const Keep& out_keep, const Keep&, Cancel& cancel) override;
+  Lent all_gather_shared(int64_t outer, int64_t row_bytes, const void* in, void* out,
+                         const Keep& out_keep, const Keep&, Cancel& cancel) override;
   void reduce_scatter(ReduceKind op, DType dtype, int64_t outer, int64_t inner, const void* in,
                       void* out, const Keep&, Cancel& cancel) override;
   void all_gather(int64_t outer, int64_t row_bytes, const void* in, void* out, const Keep&,
