@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Linux futex syscalls for futex.h.
+// The waiting primitives of futex.h: Linux futex syscalls, and a yield that notices when other
+// processes take the cores.
 #include "exec/futex.h"
 
 #include <linux/futex.h>
@@ -8,10 +9,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <thread>
+
+#include "exec/yield_watch.h"
 
 namespace spmd::internal {
 namespace {
@@ -22,6 +29,18 @@ int yields_from_env() {
   return text != nullptr ? std::atoi(text) : 64;
 }
 const int kOversubscribedYields = yields_from_env();
+
+using Clock = YieldWatch::Clock;
+
+// Every waiter's yields, and until when yielding is paused (steady_clock ticks).
+YieldWatch yield_watch;
+std::atomic<Clock::rep> yields_paused_until{0};
+
+Clock::duration process_cpu_time() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 uint32_t* address(const std::atomic<uint32_t>& word) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
@@ -42,6 +61,22 @@ bool futex_wait(const std::atomic<uint32_t>& word, uint32_t expected,
 
 void futex_wake_all(const std::atomic<uint32_t>& word) {
   syscall(SYS_futex, address(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+bool yield_unless_slow() {
+  const Clock::time_point start = Clock::now();
+  if (start.time_since_epoch().count() < yields_paused_until.load(std::memory_order_relaxed))
+    return false;
+  const bool probe = yield_watch.probing();
+  const Clock::duration cpu_start = probe ? process_cpu_time() : Clock::duration();
+  std::this_thread::yield();
+  const Clock::time_point end = Clock::now();
+  std::optional<Clock::duration> cpu;
+  if (probe) cpu = process_cpu_time() - cpu_start;
+  if (!yield_watch.note(end - start, cpu)) return true;
+  yields_paused_until.store((end + YieldWatch::kPause).time_since_epoch().count(),
+                            std::memory_order_relaxed);
+  return false;
 }
 
 int available_cores() {

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <thread>
 
 namespace spmd::internal {
 
@@ -60,6 +59,11 @@ struct WaitPolicy {
 };
 WaitPolicy wait_policy(int threads);
 
+// Yields the core once, unless yielding is paused; returns false when it is (before or after this
+// yield). Yielding pauses for a while when the yields show that another process keeps the cores
+// busy (yield_watch.h).
+bool yield_unless_slow();
+
 // Spins, then yields, per `policy`, until done() holds; returns done()'s final value.
 template <class Done>
 bool spin_then_yield(const WaitPolicy& policy, Done&& done) {
@@ -69,7 +73,7 @@ bool spin_then_yield(const WaitPolicy& policy, Done&& done) {
   }
   for (int i = 0; i < policy.yields; ++i) {
     if (done()) return true;
-    std::this_thread::yield();
+    if (!yield_unless_slow()) break;
   }
   return done();
 }
