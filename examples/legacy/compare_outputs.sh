@@ -1,22 +1,25 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Runs two builds of one example (legacy pmap, compat pmap, or migrated to shard_map) and fails
-# unless both succeed and their standard outputs are byte-identical.
+# Runs builds of one example (legacy pmap, compat pmap, migrated to shard_map), each once, and
+# fails unless every one succeeds and prints the same bytes as the first.
 #
-#   examples/legacy/compare_outputs.sh build/.../foo_legacy build/.../foo_compat
+#   examples/legacy/compare_outputs.sh build/.../foo_legacy build/.../foo_compat [more...]
 set -u
-if [ $# -ne 2 ]; then
-  echo "usage: $0 LEGACY_BINARY COMPAT_BINARY" >&2
+if [ $# -lt 2 ]; then
+  echo "usage: $0 REFERENCE_BINARY OTHER_BINARY [OTHER_BINARY...]" >&2
   exit 2
 fi
 dir=$(mktemp -d) || exit 2
 trap 'rm -rf "$dir"' EXIT
-"$1" >"$dir/legacy.out" || { echo "FAIL: $1 exited with status $?" >&2; exit 1; }
-"$2" >"$dir/other.out" || { echo "FAIL: $2 exited with status $?" >&2; exit 1; }
-if cmp -s "$dir/legacy.out" "$dir/other.out"; then
-  echo "OK: identical output ($(wc -l <"$dir/legacy.out") lines)"
-  exit 0
-fi
-echo "FAIL: outputs differ" >&2
-diff -u "$dir/legacy.out" "$dir/other.out" >&2
-exit 1
+reference=$1
+"$reference" >"$dir/reference.out" || { echo "FAIL: $reference exited with status $?" >&2; exit 1; }
+shift
+for other in "$@"; do
+  "$other" >"$dir/other.out" || { echo "FAIL: $other exited with status $?" >&2; exit 1; }
+  if ! cmp -s "$dir/reference.out" "$dir/other.out"; then
+    echo "FAIL: $other prints other bytes than $reference" >&2
+    diff -u "$dir/reference.out" "$dir/other.out" >&2
+    exit 1
+  fi
+  echo "OK: $(basename "$other") prints what $(basename "$reference") prints ($(wc -l <"$dir/reference.out") lines)"
+done
