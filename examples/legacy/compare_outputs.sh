@@ -12,14 +12,18 @@ fi
 dir=$(mktemp -d) || exit 2
 trap 'rm -rf "$dir"' EXIT
 reference=$1
-"$reference" >"$dir/reference.out" || { echo "FAIL: $reference exited with status $?" >&2; exit 1; }
 shift
+run() {
+  "$1" >"$2" || { echo "FAIL: $1 exited with status $?" >&2; exit 1; }
+}
+run "$reference" "$dir/reference.out"
+lines=$(wc -l <"$dir/reference.out")
 for other in "$@"; do
-  "$other" >"$dir/other.out" || { echo "FAIL: $other exited with status $?" >&2; exit 1; }
+  run "$other" "$dir/other.out"
   if ! cmp -s "$dir/reference.out" "$dir/other.out"; then
     echo "FAIL: $other prints other bytes than $reference" >&2
     diff -u "$dir/reference.out" "$dir/other.out" >&2
     exit 1
   fi
-  echo "OK: $(basename "$other") prints what $(basename "$reference") prints ($(wc -l <"$dir/reference.out") lines)"
+  echo "OK: $(basename "$other") prints what $(basename "$reference") prints ($lines lines)"
 done
