@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: what the CPU kernel files (cpu_kernels.cc, cpu_complex_kernels.cc) share: strided
-// iteration and the error for an op a dtype lacks.
+// Internal: what the CPU kernel files (cpu_kernels.cc, cpu_unary.cc, cpu_binary.cc,
+// cpu_reduce.cc, cpu_matmul.cc, cpu_complex_kernels.cc) share: strided iteration and the error
+// for an op a dtype lacks.
 //
 // Elementwise work runs through Loop, which coalesces dimensions so that dense operands become a
 // single unit-stride run the compiler can vectorise; broadcast (0), transposed and negative
