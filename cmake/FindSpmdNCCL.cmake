@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Finds NCCL for the CUDA backend's collectives between GPUs: nccl.h and libnccl, beside the CUDA
-# toolkit (NVIDIA's packages put them in its lib folder) or in the system's folders (Debian's
-# libnccl-dev). Defines SpmdNCCL_FOUND and the imported target SpmdNCCL::NCCL.
+# toolkit (NVIDIA's packages put them in its lib folder), in the system's folders (Debian's
+# libnccl-dev), or under SpmdNCCL_ROOT (the Python package nvidia-nccl-cu13's folder, whose lib/
+# holds only libnccl.so.2). Defines SpmdNCCL_FOUND and the imported target SpmdNCCL::NCCL.
 find_path(SpmdNCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-find_library(SpmdNCCL_LIBRARY NAMES nccl
+find_library(SpmdNCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
              HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib
                    ${CUDAToolkit_LIBRARY_ROOT}/lib64)
 mark_as_advanced(SpmdNCCL_INCLUDE_DIR SpmdNCCL_LIBRARY)

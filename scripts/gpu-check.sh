@@ -7,17 +7,26 @@
 #      its cuda instance) and the backend conformance suite: shard_map, both pmap paths, the fault
 #      tests (tests/backends, cuda instance);
 #   3. every example program on the cuda platform with 8 logical devices, whose output must equal
-#      its output on the CPU (device names aside: "cuda:3" reads as "cpu:3");
+#      its output on the CPU (scripts/compare_device_output.py: device names and column widths
+#      aside, and float results that cuBLAS or CUDA's libm round differently within 1e-5);
 #   4. bench/cuda_bench (collectives busbw at 1 and 8 devices, matmul vs cuBLAS, dispatch);
 # and prints a summary table. Exits non-zero when a step fails; a test that reports itself skipped
-# (no GPU) fails the check, since skipped is not passed.
-# Usage: scripts/gpu-check.sh [--build-dir=DIR]   (SPMD_JOBS caps parallel compile jobs)
+# (no GPU) fails the check, since skipped is not passed. Every step has a time limit.
+#
+# The machine needs the CUDA toolkit (nvcc, cuBLAS), NCCL (beside the toolkit, in the system's
+# folders, or the Python package nvidia-nccl-cu13 that PyTorch installs), CMake, a C++20 compiler,
+# and Python 3. A GPU machine without Debian's -dev packages (fmt, GoogleTest, BLIS, nlohmann-json)
+# or a way to install them takes them as .deb files downloaded elsewhere by scripts/gpu-deps.sh:
+# --deps=DIR unpacks them into the build folder (nothing is installed) and builds against them.
+# Usage: scripts/gpu-check.sh [--build-dir=DIR] [--deps=DIR]   (SPMD_JOBS caps parallel jobs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=build-gpu
+deps=""
 for arg in "$@"; do
   case "$arg" in
     --build-dir=*) build="${arg#--build-dir=}" ;;
+    --deps=*) deps="${arg#--deps=}" ;;
     *) echo "gpu-check.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -27,55 +36,88 @@ mkdir -p "$log"
 summary=()
 failed=0
 
-# step <name> <command...>: runs it, output to $log/<name>.txt, and records pass/fail and time.
+# step <name> <seconds> <command...>: runs it under a time limit (a shell function runs without
+# one: it limits its own commands), output to $log/<name>.txt; records pass/fail and time.
 step() {
-  local name=$1 start=$SECONDS status=0
-  shift
+  local name=$1 limit=$2 start=$SECONDS status=0 result=passed
+  shift 2
   echo "=== gpu-check: $name"
-  "$@" > "$log/$name.txt" 2>&1 || status=$?
-  if grep -q "\[  SKIPPED \]" "$log/$name.txt"; then
-    echo "    tests skipped: $(grep -m1 -A1 'Skipped' "$log/$name.txt" | tail -1)"
-    [[ $status == 0 ]] && status=3
+  if declare -F "$1" > /dev/null; then
+    "$@" > "$log/$name.txt" 2>&1 || status=$?
+  else
+    timeout -k 10 "$limit" "$@" > "$log/$name.txt" 2>&1 || status=$?
   fi
-  local result=passed
-  if [[ $status == 3 ]]; then
-    result="FAILED (tests skipped: no usable GPU?)"
-    failed=1
+  if [[ $status == 124 || $status == 137 ]]; then
+    result="FAILED (over its $limit s limit)"
   elif [[ $status != 0 ]]; then
     result="FAILED (exit $status)"
+  elif grep -q "\[  SKIPPED \]" "$log/$name.txt"; then
+    result="FAILED (tests skipped: $(grep -m1 -A1 'Skipped' "$log/$name.txt" | tail -1 | cut -c1-80))"
+  fi
+  if [[ $result != passed ]]; then
     failed=1
     tail -n 30 "$log/$name.txt"
   fi
   summary+=("| $name | $result | $((SECONDS - start)) s |")
 }
 
+# The CMake arguments: Ninja where it is installed, the unpacked --deps packages first in the
+# search path, and NCCL from PyTorch's Python package where the toolkit has none. Multi-process
+# runs (Gloo) are left out: the check is the same build on every GPU machine.
+configure_args=(-S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPMD_CUDA=ON -DSPMD_BUILD_REWRITER=OFF
+                -DSPMD_DISTRIBUTED=OFF -DSPMD_BUILD_TESTS=ON -DSPMD_BUILD_BENCH=ON
+                -DSPMD_BUILD_EXAMPLES=ON)
+if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja > /dev/null; then
+  configure_args+=(-G Ninja)
+fi
+unpack_deps() {
+  local root=$build/deps deb
+  rm -rf "$root" && mkdir -p "$root"
+  for deb in "$deps"/*.deb; do
+    echo "unpacking $deb"
+    dpkg-deb -x "$deb" "$root" || return 1
+  done
+}
+if [[ -n $deps ]]; then
+  step deps 60 unpack_deps
+  configure_args+=(-DCMAKE_PREFIX_PATH="$(realpath "$build/deps/usr")")
+fi
+toolkit=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+if [[ ! -e $toolkit/include/nccl.h && ! -e /usr/include/nccl.h ]]; then
+  nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2> /dev/null)
+  [[ -n $nccl ]] && configure_args+=(-DSpmdNCCL_ROOT="$nccl")
+fi
+
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$log/gpu.txt" 2>&1 ||
   echo "nvidia-smi failed: $(cat "$log/gpu.txt")"
-step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPMD_CUDA=ON \
-  -DSPMD_BUILD_REWRITER=OFF -DSPMD_BUILD_TESTS=ON -DSPMD_BUILD_BENCH=ON -DSPMD_BUILD_EXAMPLES=ON
-step build cmake --build "$build" -j "$jobs"
-step kernels "$build/tests/cuda/spmd_cuda_kernels_tests"
+step configure 120 cmake "${configure_args[@]}"
+step build 420 cmake --build "$build" -j "$jobs"
+step kernels 120 "$build/tests/cuda/spmd_cuda_kernels_tests"
 export SPMD_CUDA_DEVICES_PER_GPU=8
-step collectives "$build/tests/runtime/spmd_runtime_tests" --gtest_filter='*Collectives*/cuda'
-step conformance "$build/tests/backends/spmd_backend_tests" --gtest_filter='*/cuda'
+step collectives 180 "$build/tests/runtime/spmd_runtime_tests" --gtest_filter='*Collectives*/cuda'
+step conformance 180 "$build/tests/backends/spmd_backend_tests" --gtest_filter='*/cuda'
+# Each example on 8 CPU devices and on 8 logical CUDA devices: both must exit 0 within 60 s and
+# print the same (compare_device_output.py).
+run_example() {  # <platform> <program> <output file>
+  local status=0
+  env SPMD_CPU_DEVICES=8 SPMD_PLATFORMS="$1" timeout -k 5 60 "$2" > "$3" 2>&1 || status=$?
+  [[ $status == 0 ]] || echo "FAILED on $1: $(basename "$2") exited $status ($3)"
+  return $status
+}
 examples() {
-  local status=0 program name
+  local status=0 program name verdict
   while read -r program; do
     name=$(basename "$program")
     [[ $name == multi_process ]] && continue  # needs spmd-run's processes, not a GPU
-    SPMD_CPU_DEVICES=8 SPMD_PLATFORMS=cpu "$program" > "$log/$name.cpu.txt" 2>&1
-    SPMD_PLATFORMS=cuda "$program" 2>&1 | sed 's/cuda:/cpu:/g' > "$log/$name.cuda.txt"
-    if diff -q "$log/$name.cpu.txt" "$log/$name.cuda.txt" > /dev/null; then
-      echo "same output on cuda and cpu: $name"
-    else
-      echo "DIFFERENT output on cuda: $name (diff $log/$name.cpu.txt $log/$name.cuda.txt)"
-      status=1
-    fi
+    run_example cpu "$program" "$log/$name.cpu.txt" || { status=1; continue; }
+    run_example cuda "$program" "$log/$name.cuda.txt" || { status=1; continue; }
+    verdict=$(scripts/compare_device_output.py "$log/$name.cpu.txt" "$log/$name.cuda.txt") || status=1
+    echo "$name: $verdict"
   done < <(find "$build/examples" -type f -executable | sort)
   return $status
 }
-step examples examples
-step bench "$build/bench/cuda_bench"
+step examples 0 examples
+step bench 180 "$build/bench/cuda_bench"
 
 echo
 echo "GPU: $(cat "$log/gpu.txt")"

@@ -513,6 +513,13 @@ void blas_matmul(cudaStream_t stream, cublasHandle_t blas, const ConstView& a, c
                  const MutView& c) {
   using C = ComputeOf<T>;
   const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
+  // cuBLAS refuses leading dimensions of 0 (ld >= max(1, rows)), which empty operands would pass.
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0) {
+    check(cudaMemsetAsync(c.data, 0, sizeof(StorageOf<T>) * batch * m * n, stream),
+          "cudaMemsetAsync");  // +0 in every float format
+    return;
+  }
   const bool shared_b = b.strides[0] == 0;  // one b for every batch (a broadcast)
   ConstView b_used = b;
   if (shared_b) {

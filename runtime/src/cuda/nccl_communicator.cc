@@ -88,7 +88,12 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<NcclShared> shared, int rank,
     std::lock_guard<std::mutex> lock(mu_);
     status = ncclCommInitRankConfig(&comm_, size_, shared_->id, rank_, &config);
   }
-  settle(status, "ncclCommInitRankConfig", cancel);
+  try {
+    settle(status, "ncclCommInitRankConfig", cancel);
+  } catch (...) {
+    abort();  // no destructor runs after a throwing constructor: release comm_ and the peers here
+    throw;
+  }
 }
 
 NcclCommunicator::~NcclCommunicator() { abort(); }
