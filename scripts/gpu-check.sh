@@ -70,17 +70,25 @@ configure_args=(-S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPMD_CUDA=ON -DSPM
 if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja > /dev/null; then
   configure_args+=(-G Ninja)
 fi
-unpack_deps() {
-  local root=$build/deps deb
+unpack_deps() {  # with dpkg-deb, or ar and tar where the machine is not a Debian relative
+  local root=$build/deps deb tmp
   rm -rf "$root" && mkdir -p "$root"
   for deb in "$deps"/*.deb; do
     echo "unpacking $deb"
-    dpkg-deb -x "$deb" "$root" || return 1
+    if command -v dpkg-deb > /dev/null; then
+      dpkg-deb -x "$deb" "$root" || return 1
+    else
+      deb=$(realpath "$deb") && tmp=$(mktemp -d) && (cd "$tmp" && ar x "$deb") &&
+        tar -xf "$tmp"/data.tar.* -C "$root" && rm -rf "$tmp" || return 1
+    fi
   done
 }
 if [[ -n $deps ]]; then
   step deps 60 unpack_deps
-  configure_args+=(-DCMAKE_PREFIX_PATH="$(realpath "$build/deps/usr")")
+  # The packages keep Debian's multiarch folders (lib/x86_64-linux-gnu), which CMake searches
+  # under a prefix only with this set (it is, on Debian and Ubuntu).
+  configure_args+=(-DCMAKE_PREFIX_PATH="$(realpath "$build/deps/usr")"
+                   -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu)
 fi
 toolkit=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
 if [[ ! -e $toolkit/include/nccl.h && ! -e /usr/include/nccl.h ]]; then
