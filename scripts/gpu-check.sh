@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The CUDA backend on a machine with an NVIDIA GPU, in one run (under 8 minutes on one GPU): builds
 # with SPMD_CUDA=ON in build-gpu/ (no rewriter: it needs no GPU), then
-#   1. the CUDA kernels against the CPU kernels (tests/cuda);
+#   1. the CUDA kernels against the CPU kernels (tests/cuda), through CTest (a process a test);
 #   2. every collective on 8 logical CUDA devices of one GPU (tests/runtime's Collectives suite,
 #      its cuda instance) and the backend conformance suite: shard_map, both pmap paths, the fault
 #      tests (tests/backends, cuda instance);
@@ -38,6 +38,7 @@ failed=0
 
 # step <name> <seconds> <command...>: runs it under a time limit (a shell function runs without
 # one: it limits its own commands), output to $log/<name>.txt; records pass/fail and time.
+# Skipped tests fail the step.
 step() {
   local name=$1 limit=$2 start=$SECONDS status=0 result=passed
   shift 2
@@ -51,8 +52,10 @@ step() {
     result="FAILED (over its $limit s limit)"
   elif [[ $status != 0 ]]; then
     result="FAILED (exit $status)"
-  elif grep -q "\[  SKIPPED \]" "$log/$name.txt"; then
-    result="FAILED (tests skipped: $(grep -m1 -A1 'Skipped' "$log/$name.txt" | tail -1 | cut -c1-80))"
+  elif grep -qE "\[  SKIPPED \]|[*]Skipped|[(]Skipped[)]" "$log/$name.txt"; then
+    result="FAILED (tests skipped, $log/$name.txt: no usable GPU?)"
+  elif grep -q "tests passed" "$log/$name.txt"; then
+    result="passed ($(grep -m1 -o "[0-9]* tests failed out of [0-9]*" "$log/$name.txt"))"
   fi
   if [[ $result != passed ]]; then
     failed=1
@@ -100,10 +103,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > 
   echo "nvidia-smi failed: $(cat "$log/gpu.txt")"
 step configure 120 cmake "${configure_args[@]}"
 step build 420 cmake --build "$build" -j "$jobs"
-step kernels 120 "$build/tests/cuda/spmd_cuda_kernels_tests"
+# The tests through CTest, one process a test: a kernel fault that poisons its CUDA context fails
+# that test alone, and the rest still run and report.
+tests=(ctest --test-dir "$build" --no-tests=error --output-on-failure --timeout 150 -j 4)
+step kernels 300 "${tests[@]}" -R '^CudaKernelsTest[.]'
 export SPMD_CUDA_DEVICES_PER_GPU=8
-step collectives 180 "$build/tests/runtime/spmd_runtime_tests" --gtest_filter='*Collectives*/cuda'
-step conformance 180 "$build/tests/backends/spmd_backend_tests" --gtest_filter='*/cuda'
+step collectives 300 "${tests[@]}" -R '^Backends/Collectives[.].*/cuda( |$)'
+step conformance 300 "${tests[@]}" -R '/cuda( |$)' -E '^Backends/Collectives[.]'
 # Each example on 8 CPU devices and on 8 logical CUDA devices: both must exit 0 within 60 s and
 # print the same (compare_device_output.py).
 run_example() {  # <platform> <program> <output file>
