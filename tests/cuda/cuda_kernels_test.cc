@@ -41,12 +41,22 @@ std::string no_gpu_reason() {
   return count == 0 ? "no CUDA device: cudaGetDeviceCount found 0" : "";
 }
 
+// Host bytes of `values` as elements of dt, converted by the CPU kernels, whose rules the CUDA
+// ones share.
+std::vector<char> bytes_of(DType dt, const std::vector<double>& values) {
+  const auto count = static_cast<int64_t>(values.size());
+  std::vector<char> bytes(static_cast<size_t>(count * itemsize(dt)));
+  backend_for(Platform::kCpu)
+      .kernels(Device{})
+      .copy(ConstView{values.data(), DType::kFloat64, {count}, {1}},
+            MutView{bytes.data(), dt, {count}, {1}});
+  return bytes;
+}
+
 // Host bytes of `count` elements of dt: edge values first (unless `edges` is false), then seeded
 // random multiples of 1/8 in [-100, 100].
 std::vector<char> sample(DType dt, int64_t count, unsigned seed, bool edges_first = true) {
-  std::vector<char> bytes(static_cast<size_t>(count * itemsize(dt)));
   std::mt19937_64 rng(seed);
-  const Kernels& cpu = backend_for(Platform::kCpu).kernels(Device{});
   const double edges[] = {0.0,
                           -0.0,
                           1.0,
@@ -67,10 +77,7 @@ std::vector<char> sample(DType dt, int64_t count, unsigned seed, bool edges_firs
     const bool edge = edges_first && i < static_cast<int64_t>(std::size(edges));
     values[i] = edge ? edges[i] : std::round(uniform(rng) * 8) / 8;
   }
-  // Converted by the CPU kernels, whose rules the CUDA ones share.
-  cpu.copy(ConstView{values.data(), DType::kFloat64, {count}, {1}},
-           MutView{bytes.data(), dt, {count}, {1}});
-  return bytes;
+  return bytes_of(dt, values);
 }
 
 const Device kGpu{0, Platform::kCuda, 0};
@@ -332,6 +339,59 @@ TEST_F(CudaKernelsTest, LongFloatSumsRunInParallelInTheCpuOrder) {
                                     MutView{out, dt, {3}, {1}});
                          });
       EXPECT_TRUE(same(dt, c, g)) << dtype_name(dt) << " rows of " << n;
+    }
+  }
+}
+
+// Rows of 5000 take the block-per-row kernel for every fold but float sums (above) and float
+// products. Row 0 is random (its maximum and minimum recur: ties go to the first); row 1 has NaNs
+// at 4000 and 300 (the first NaN wins, and another thread holds the later one); row 2 is negative
+// but for +0 at 300 and -0 at 700 (the maximum is the first zero, +0); row 3 positive but for -0
+// at 900 and +0 at 1200. Read row-major, transposed, and as one 20000-element row.
+TEST_F(CudaKernelsTest, LongRowsFoldInParallelWithTheCpuBits) {
+  constexpr int64_t kRows = 4, kLength = 5000;
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> uniform(1, 100);
+  std::vector<double> values(kRows * kLength);
+  for (int64_t i = 0; i < kLength; ++i) {
+    values[i] = std::round((uniform(rng) - 50.5) * 8) / 8;
+    values[kLength + i] = std::round(uniform(rng) * 8) / 8;
+    values[2 * kLength + i] = -std::round(uniform(rng) * 8) / 8;
+    values[3 * kLength + i] = std::round(uniform(rng) * 8) / 8;
+  }
+  values[kLength + 4000] = values[kLength + 300] = std::numeric_limits<double>::quiet_NaN();
+  values[2 * kLength + 300] = 0.0;
+  values[2 * kLength + 700] = -0.0;
+  values[3 * kLength + 900] = -0.0;
+  values[3 * kLength + 1200] = 0.0;
+  const ReduceOp ops[] = {ReduceOp::kSum,    ReduceOp::kProd,   ReduceOp::kMax, ReduceOp::kMin,
+                          ReduceOp::kArgMax, ReduceOp::kArgMin, ReduceOp::kAny, ReduceOp::kAll};
+  struct Layout {
+    const char* name;
+    Shape shape;
+    Strides strides;
+    int reduced;
+  };
+  const Layout layouts[] = {{"rows", {kRows, kLength}, {kLength, 1}, 1},
+                            {"transposed", {kRows, kLength}, {1, kRows}, 1},
+                            {"one row", {kRows, kLength}, {kLength, 1}, 2}};
+  for (DType dt : kAll) {
+    const std::vector<char> x = bytes_of(dt, values);
+    for (ReduceOp op : ops) {
+      const bool boolean = op == ReduceOp::kAny || op == ReduceOp::kAll;
+      if (boolean != (dt == DType::kBool)) continue;
+      const DType out_dt = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin ? DType::kInt32 : dt;
+      for (const Layout& l : layouts) {
+        const int64_t outputs = l.reduced == 1 ? kRows : 1;
+        auto [c, g] = both(*this, {x}, outputs * itemsize(out_dt),
+                           [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                             k.reduce(op, ConstView{in[0], dt, l.shape, l.strides}, l.reduced,
+                                      MutView{out, out_dt, l.reduced == 1 ? Shape{kRows} : Shape{},
+                                              l.reduced == 1 ? Strides{1} : Strides{}});
+                           });
+        EXPECT_TRUE(same(out_dt, c, g))
+            << dtype_name(dt) << " op " << static_cast<int>(op) << ", " << l.name;
+      }
     }
   }
 }

@@ -4,8 +4,10 @@
 // Every elementwise kernel is one grid-stride loop over the output's row-major index, with the
 // operands' dimensions merged first as the CPU kernels merge them; each element is computed by
 // the same scalar rule as on the CPU (backend/element_ops.h). A reduction gives each output
-// element one thread that folds its range in the CPU's order (pairwise sums included), so sums
-// match the CPU backend bit for bit. Float matmul packs its operands densely in the compute type
+// element one thread that folds its range in the CPU's order (pairwise sums included), or, for
+// rows of 4096 elements and more, a block whose threads combine in a way that keeps the CPU's
+// bits (the pairwise order for float sums, exact merges for the rest), so reductions match the
+// CPU backend bit for bit. Float matmul packs its operands densely in the compute type
 // and calls cuBLAS's strided-batched gemm; integer and bool matmul is an exact loop.
 #include <algorithm>
 #include <array>
@@ -366,13 +368,110 @@ struct ArgFold {
   }
 };
 
+// Rows shorter than this take one thread each (reduce_kernel); longer ones a block.
+constexpr int64_t kParallelRowMin = 4096;
+
+// Long rows of the folds whose result does not depend on the grouping, many threads per row:
+// integer sums and products wrap (exact in any order), max/min/any/all of integers and bools, and
+// float max/min and argmax/argmin, which keep the first element of a tie (-0 before +0, the first
+// NaN) through the element index they carry. Thread t folds elements t, t + blockDim, ... of its
+// row (reads coalesce), then the block merges the threads' states pairwise; the result equals
+// the CPU's one-by-one fold bit for bit. (Float sums keep the CPU's pairwise order below; float
+// products, whose rounding depends on the order, fold one thread per row.)
+
+// Carries a fold of plain values (any grouping gives the same bits).
+template <class T>
+struct UnorderedFold {
+  using State = ComputeOf<T>;
+  ValueFold<T> fold;
+  __device__ State init() const { return fold.init(); }
+  __device__ void step(State& s, ComputeOf<T> v, int64_t) const { fold.step(s, v); }
+  __device__ void merge(State& s, const State& other) const { fold.step(s, other); }
+  __device__ void finish(int64_t i, const State& s) const { fold.finish(i, s); }
+};
+
+// The best element so far and its index; ties and NaNs go to the lower index, as in ArgBest.
+template <class C, bool kMax>
+struct Ranked {
+  C best;
+  int64_t index;                                                  // -1: no element yet
+  __device__ bool beats(C v, int64_t i, const Ranked& o) const {  // (v, i) over o
+    if (o.index < 0) return true;
+    if constexpr (kIsFloat<C>) {
+      if (std::isnan(o.best) || std::isnan(v)) {
+        return std::isnan(v) && (!std::isnan(o.best) || i < o.index);
+      }
+    }
+    if (v == o.best) return i < o.index;
+    return kMax ? o.best < v : v < o.best;
+  }
+};
+
+// argmax/argmin (`kIndex`) or float max/min (the value), through Ranked.
+template <class T, bool kMax, bool kIndex>
+struct OrderedFold {
+  using C = ComputeOf<T>;
+  using State = Ranked<C, kMax>;
+  void* y;
+  __device__ State init() const { return {C{}, -1}; }
+  __device__ void step(State& s, C v, int64_t i) const {
+    if (s.beats(v, i, s)) s = {v, i};
+  }
+  __device__ void merge(State& s, const State& other) const {
+    if (other.index >= 0 && s.beats(other.best, other.index, s)) s = other;
+  }
+  __device__ void finish(int64_t i, const State& s) const {
+    if constexpr (kIndex) {
+      static_cast<int32_t*>(y)[i] = static_cast<int32_t>(s.index < 0 ? 0 : s.index);
+    } else {
+      // An empty row gives the identity, as the one-thread fold (ValueFold's init) does.
+      const C empty = kMax ? lowest<C>() : highest<C>();
+      store<T>(static_cast<StorageOf<T>*>(y) + i, s.index < 0 ? empty : s.best);
+    }
+  }
+};
+
+template <class T, class Fold>
+__global__ void reduce_rows_parallel(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
+                                     Fold fold) {
+  using State = typename Fold::State;
+  __shared__ State states[kThreads];  // trivial types: no initializer runs
+  for (int64_t row = blockIdx.x; row < outer.count; row += gridDim.x) {
+    int64_t base[1];
+    offsets_of(outer, row, base);
+    State s = fold.init();
+    for (int64_t e = threadIdx.x; e < inner.count; e += blockDim.x) {
+      int64_t offset[1];
+      offsets_of(inner, e, offset);
+      fold.step(s, load<T>(x + base[0] + offset[0]), e);
+    }
+    states[threadIdx.x] = s;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) fold.merge(states[threadIdx.x], states[threadIdx.x + half]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) fold.finish(row, states[0]);
+    __syncthreads();  // states is reused by the next row
+  }
+}
+
+template <class T, class Fold>
+void launch_parallel_reduce(cudaStream_t stream, const Geometry<1>& outer, const Geometry<1>& inner,
+                            const void* x, const Fold& fold) {
+  if (outer.count == 0) return;
+  const int64_t blocks = std::min<int64_t>(outer.count, 1024);
+  reduce_rows_parallel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      outer, inner, static_cast<const StorageOf<T>*>(x), fold);
+  check(cudaGetLastError(), "launching the parallel reduce kernel");
+}
+
 // Float sums of long rows, many threads per row, in exactly the CPU's order (PairwiseSum in
 // backend/element_ops.h): blocks of kPairwiseBlock elements are summed from +0 in order; block
 // sums combine as a bottom-up binary tree over aligned power-of-two groups (node (L, j) covers
 // blocks [j 2^L, (j+1) 2^L), left + right); the remainder's sum then takes the complete groups,
 // lowest level first: sum = node + sum. One CUDA block per row; node (L, j) lives at s[j << L].
 constexpr int64_t kPairwiseBlock = 16;
-constexpr int64_t kParallelSumMin = 4096;  // shorter rows take one thread each
 
 template <class T>
 __global__ void pairwise_sum_rows(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
@@ -725,22 +824,42 @@ void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     using C = ComputeOf<T>;
     auto* const out = static_cast<StorageOf<T>*>(y.data);
+    const bool long_rows = inner.count >= kParallelRowMin;
     switch (op) {
       case ReduceOp::kArgMax:
+        if (long_rows) {
+          return launch_parallel_reduce<T>(stream_, outer, inner, x.data,
+                                           OrderedFold<T, true, true>{y.data});
+        }
         return launch_reduce<T>(stream_, outer, inner, x.data,
                                 ArgFold<T, true>{static_cast<int32_t*>(y.data)});
       case ReduceOp::kArgMin:
+        if (long_rows) {
+          return launch_parallel_reduce<T>(stream_, outer, inner, x.data,
+                                           OrderedFold<T, false, true>{y.data});
+        }
         return launch_reduce<T>(stream_, outer, inner, x.data,
                                 ArgFold<T, false>{static_cast<int32_t*>(y.data)});
       case ReduceOp::kSum:
         if constexpr (kIsFloat<C>) {
-          if (inner.count >= kParallelSumMin) {
+          if (inner.count >= kParallelRowMin) {
             return launch_pairwise_sum<T>(stream_, outer, inner, x.data, y.data);
           }
           return launch_reduce<T>(stream_, outer, inner, x.data, PairwiseFold<T>{out});
         }
         [[fallthrough]];
       default:
+        if (long_rows && kIsFloat<C> && (op == ReduceOp::kMax || op == ReduceOp::kMin)) {
+          return op == ReduceOp::kMax
+                     ? launch_parallel_reduce<T>(stream_, outer, inner, x.data,
+                                                 OrderedFold<T, true, false>{out})
+                     : launch_parallel_reduce<T>(stream_, outer, inner, x.data,
+                                                 OrderedFold<T, false, false>{out});
+        }
+        if (long_rows && (!kIsFloat<C> || op == ReduceOp::kAny || op == ReduceOp::kAll)) {
+          return launch_parallel_reduce<T>(stream_, outer, inner, x.data,
+                                           UnorderedFold<T>{ValueFold<T>{op, out}});
+        }
         return launch_reduce<T>(stream_, outer, inner, x.data, ValueFold<T>{op, out});
     }
   });
