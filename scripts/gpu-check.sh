@@ -40,7 +40,7 @@ failed=0
 # one: it limits its own commands), output to $log/<name>.txt; records pass/fail and time.
 # Skipped tests fail the step.
 step() {
-  local name=$1 limit=$2 start=$SECONDS status=0 result=passed
+  local name=$1 limit=$2 start=$SECONDS status=0 ok=1 detail=""
   shift 2
   echo "=== gpu-check: $name"
   if declare -F "$1" > /dev/null; then
@@ -49,19 +49,21 @@ step() {
     timeout -k 10 "$limit" "$@" > "$log/$name.txt" 2>&1 || status=$?
   fi
   if [[ $status == 124 || $status == 137 ]]; then
-    result="FAILED (over its $limit s limit)"
+    ok=0 detail="over its $limit s limit"
   elif [[ $status != 0 ]]; then
-    result="FAILED (exit $status)"
+    ok=0 detail="exit $status"
   elif grep -qE "\[  SKIPPED \]|[*]Skipped|[(]Skipped[)]" "$log/$name.txt"; then
-    result="FAILED (tests skipped, $log/$name.txt: no usable GPU?)"
+    ok=0 detail="tests skipped, $log/$name.txt: no usable GPU?"
   elif grep -q "tests passed" "$log/$name.txt"; then
-    result="passed ($(grep -m1 -o "[0-9]* tests failed out of [0-9]*" "$log/$name.txt"))"
+    detail=$(grep -m1 -o "[0-9]* tests failed out of [0-9]*" "$log/$name.txt")
   fi
-  if [[ $result != passed ]]; then
+  if [[ $ok == 1 ]]; then
+    summary+=("| $name | passed${detail:+ ($detail)} | $((SECONDS - start)) s |")
+  else
+    summary+=("| $name | FAILED ($detail) | $((SECONDS - start)) s |")
     failed=1
     tail -n 30 "$log/$name.txt"
   fi
-  summary+=("| $name | $result | $((SECONDS - start)) s |")
 }
 
 # The CMake arguments: Ninja where it is installed, the unpacked --deps packages first in the
