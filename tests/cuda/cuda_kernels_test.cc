@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/registry.h"
@@ -423,6 +424,197 @@ TEST_F(CudaKernelsTest, MatmulIsExactForIntegersAndCloseForFloats) {
       EXPECT_NEAR(cv[i], gv[i], tolerance * std::max(1.0, std::fabs(cv[i])))
           << dtype_name(dt) << " element " << i;
     }
+  }
+}
+
+// Complex views (cuda_complex_kernels.h): every op the CPU's complex kernels serve. Bits must be
+// equal for conversions, fill, iota, +, -, *, comparisons, max/min, conj, real, imag, round,
+// square and the folds; division, pow, abs, angle, sign and the transcendental functions come from
+// each side's complex library, compared by the relative size of the difference (kComplexTolerance)
+// on inputs that keep every result finite.
+constexpr DType kComplexTypes[] = {DType::kComplex64, DType::kComplex128};
+
+DType part_dtype(DType dt) { return dt == DType::kComplex64 ? DType::kFloat32 : DType::kFloat64; }
+
+// `count` complex elements of dt, parts seeded multiples of 1/8 in [low, high].
+std::vector<char> complex_sample(DType dt, int64_t count, unsigned seed, double low, double high) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(low, high);
+  std::vector<double> parts(static_cast<size_t>(2 * count));
+  for (double& p : parts) p = std::round(uniform(rng) * 8) / 8;
+  return bytes_of(part_dtype(dt), parts);
+}
+
+// |gpu - cpu| <= tolerance * |cpu| for every complex element (parts as doubles); NaN parts match
+// NaN parts and infinities match equal infinities.
+::testing::AssertionResult complex_close(DType dt, const std::vector<char>& cpu,
+                                         const std::vector<char>& gpu) {
+  const DType part = part_dtype(dt);
+  const double tolerance = dt == DType::kComplex64 ? 1e-5 : 1e-12;
+  const int64_t n = static_cast<int64_t>(cpu.size()) / itemsize(part);
+  std::vector<double> c(n), g(n);
+  const Kernels& k = backend_for(Platform::kCpu).kernels(Device{});
+  k.copy(ConstView{cpu.data(), part, {n}, {1}}, MutView{c.data(), DType::kFloat64, {n}, {1}});
+  k.copy(ConstView{gpu.data(), part, {n}, {1}}, MutView{g.data(), DType::kFloat64, {n}, {1}});
+  for (int64_t i = 0; i + 1 < n; i += 2) {
+    const double dr = g[i] - c[i], di = g[i + 1] - c[i + 1];
+    const bool finite = std::isfinite(c[i]) && std::isfinite(c[i + 1]);
+    const bool same_specials =
+        (std::isnan(c[i]) == std::isnan(g[i])) && (std::isnan(c[i + 1]) == std::isnan(g[i + 1])) &&
+        (std::isnan(c[i]) || std::isfinite(c[i]) || c[i] == g[i]) &&
+        (std::isnan(c[i + 1]) || std::isfinite(c[i + 1]) || c[i + 1] == g[i + 1]);
+    if (finite ? std::hypot(dr, di) > tolerance * std::hypot(c[i], c[i + 1]) : !same_specials) {
+      return ::testing::AssertionFailure()
+             << "element " << i / 2 << ": cpu (" << c[i] << ", " << c[i + 1] << "), gpu (" << g[i]
+             << ", " << g[i + 1] << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(CudaKernelsTest, ComplexConversionsFillAndIotaMatchTheCpuBits) {
+  for (DType z : kComplexTypes) {
+    // Edge parts too (NaN, infinities, -0.0): conversions move them.
+    const std::vector<char> x = bytes_of(part_dtype(z), [] {
+      std::vector<double> parts;
+      std::vector<char> edges = sample(DType::kFloat64, 40, 13);
+      parts.resize(40);
+      std::memcpy(parts.data(), edges.data(), edges.size());
+      return parts;
+    }());
+    for (DType dt : kAll) {
+      auto [c, g] =
+          both(*this, {x}, 20 * itemsize(dt),
+               [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                 k.copy(ConstView{in[0], z, {4, 5}, {1, 4}}, MutView{out, dt, {4, 5}, {5, 1}});
+               });
+      EXPECT_TRUE(same(dt, c, g)) << dtype_name(z) << " -> " << dtype_name(dt);
+      const std::vector<char> r = sample(dt, 20, 14);
+      auto [cz, gz] = both(*this, {r}, 20 * itemsize(z),
+                           [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                             k.copy(ConstView{in[0], dt, {20}, {1}}, MutView{out, z, {20}, {1}});
+                           });
+      EXPECT_TRUE(same(part_dtype(z), cz, gz)) << dtype_name(dt) << " -> " << dtype_name(z);
+    }
+    for (DType other : kComplexTypes) {
+      auto [c, g] = both(*this, {x}, 20 * itemsize(other),
+                         [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                           k.copy(ConstView{in[0], z, {20}, {1}}, MutView{out, other, {20}, {1}});
+                         });
+      EXPECT_TRUE(same(part_dtype(other), c, g)) << dtype_name(z) << " -> " << dtype_name(other);
+    }
+    for (Scalar value : {Scalar{2.5}, Scalar{int64_t{-3}}, Scalar{true}}) {
+      auto [c, g] = both(*this, {}, 6 * itemsize(z),
+                         [&](const Kernels& k, const std::vector<const void*>&, void* out) {
+                           k.fill(MutView{out, z, {2, 3}, {3, 1}}, value);
+                         });
+      EXPECT_TRUE(same(part_dtype(z), c, g)) << "fill " << dtype_name(z);
+    }
+    auto [c, g] = both(*this, {}, 9 * itemsize(z),
+                       [&](const Kernels& k, const std::vector<const void*>&, void* out) {
+                         k.iota(MutView{out, z, {9}, {1}});
+                       });
+    EXPECT_TRUE(same(part_dtype(z), c, g)) << "iota " << dtype_name(z);
+  }
+}
+
+TEST_F(CudaKernelsTest, ComplexElementwiseOpsMatchTheCpu) {
+  const UnaryOp exact_unary[] = {UnaryOp::kNeg,  UnaryOp::kConj,   UnaryOp::kReal,
+                                 UnaryOp::kImag, UnaryOp::kSquare, UnaryOp::kRound};
+  std::vector<UnaryOp> library_unary = {UnaryOp::kAbs, UnaryOp::kAngle, UnaryOp::kSign,
+                                        UnaryOp::kExp, UnaryOp::kLog,   UnaryOp::kSqrt,
+                                        UnaryOp::kTanh};
+  for (int op = static_cast<int>(UnaryOp::kSin); op <= static_cast<int>(UnaryOp::kExp2); ++op) {
+    library_unary.push_back(static_cast<UnaryOp>(op));
+  }
+  const BinaryOp exact_binary[] = {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kMax,
+                                   BinaryOp::kMin, BinaryOp::kEq,  BinaryOp::kNe,  BinaryOp::kLt,
+                                   BinaryOp::kLe,  BinaryOp::kGt,  BinaryOp::kGe};
+  for (DType z : kComplexTypes) {
+    const DType part = part_dtype(z);
+    const std::vector<char> x = complex_sample(z, 30, 15, -100, 100);
+    const std::vector<char> small = complex_sample(z, 30, 16, -3, 3);
+    auto unary = [&](UnaryOp op, const std::vector<char>& in_bytes) {
+      const bool to_real = op == UnaryOp::kAbs || op == UnaryOp::kAngle || op == UnaryOp::kReal ||
+                           op == UnaryOp::kImag;
+      const DType out_dt = to_real ? part : z;
+      auto result = both(
+          *this, {in_bytes}, 30 * itemsize(out_dt),
+          [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+            k.unary(op, ConstView{in[0], z, {5, 6}, {1, 5}}, MutView{out, out_dt, {5, 6}, {6, 1}});
+          });
+      return std::tuple{result.first, result.second, out_dt};
+    };
+    for (UnaryOp op : exact_unary) {
+      auto [c, g, out_dt] = unary(op, x);
+      EXPECT_TRUE(same(is_complex(out_dt) ? part : out_dt, c, g))
+          << dtype_name(z) << " unary " << static_cast<int>(op);
+    }
+    for (UnaryOp op : library_unary) {
+      auto [c, g, out_dt] = unary(op, small);
+      const bool ok = is_complex(out_dt) ? bool(complex_close(z, c, g))
+                      : out_dt == DType::kFloat32
+                          ? close_ulps<float, uint32_t>(c, g, kLibraryUlps)
+                          : close_ulps<double, uint64_t>(c, g, kLibraryUlps);
+      EXPECT_TRUE(ok) << dtype_name(z) << " unary " << static_cast<int>(op);
+    }
+    // b is one row broadcast over 6 rows; divisors and exponents stay away from 0 and overflow.
+    const std::vector<char> b = complex_sample(z, 5, 17, -100, 100);
+    const std::vector<char> divisor = complex_sample(z, 5, 18, 1, 4);
+    auto binary = [&](BinaryOp op, const std::vector<char>& lhs, const std::vector<char>& rhs) {
+      const bool compare = op >= BinaryOp::kEq;
+      const DType out_dt = compare ? DType::kBool : z;
+      auto result = both(*this, {lhs, rhs}, 30 * itemsize(out_dt),
+                         [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                           k.binary(op, ConstView{in[0], z, {6, 5}, {5, 1}},
+                                    ConstView{in[1], z, {6, 5}, {0, 1}},
+                                    MutView{out, out_dt, {6, 5}, {5, 1}});
+                         });
+      return std::tuple{result.first, result.second, out_dt};
+    };
+    for (BinaryOp op : exact_binary) {
+      auto [c, g, out_dt] = binary(op, x, b);
+      EXPECT_TRUE(same(out_dt == DType::kBool ? out_dt : part, c, g))
+          << dtype_name(z) << " binary " << static_cast<int>(op);
+    }
+    for (BinaryOp op : {BinaryOp::kDiv, BinaryOp::kPow}) {
+      auto [c, g, out_dt] = binary(op, op == BinaryOp::kPow ? small : x, divisor);
+      EXPECT_TRUE(complex_close(z, c, g)) << dtype_name(z) << " binary " << static_cast<int>(op);
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, ComplexReductionsAndMatmulMatchTheCpu) {
+  for (DType z : kComplexTypes) {
+    const DType part = part_dtype(z);
+    // [4, 6] read transposed; 6 factors of at most |4 + 4i| keep products finite.
+    const std::vector<char> x = complex_sample(z, 24, 19, -4, 4);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin}) {
+      auto [c, g] =
+          both(*this, {x}, 4 * itemsize(z),
+               [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                 k.reduce(op, ConstView{in[0], z, {4, 6}, {1, 4}}, 1, MutView{out, z, {4}, {1}});
+               });
+      EXPECT_TRUE(same(part, c, g)) << dtype_name(z) << " reduce " << static_cast<int>(op);
+    }
+    // A long sum takes the pairwise order past several 16-element blocks.
+    const std::vector<char> long_row = complex_sample(z, 1000, 20, -100, 100);
+    auto [c, g] = both(
+        *this, {long_row}, itemsize(z),
+        [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+          k.reduce(ReduceOp::kSum, ConstView{in[0], z, {1000}, {1}}, 1, MutView{out, z, {}, {}});
+        });
+    EXPECT_TRUE(same(part, c, g)) << dtype_name(z) << " long sum";
+    // [2, 5, 7] @ [7, 3], b broadcast over the batch and read transposed (cuBLAS against BLIS).
+    const std::vector<char> a = complex_sample(z, 70, 21, -10, 10);
+    const std::vector<char> bm = complex_sample(z, 21, 22, -10, 10);
+    auto [cm, gm] = both(*this, {a, bm}, 30 * itemsize(z),
+                         [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                           k.matmul(ConstView{in[0], z, {2, 5, 7}, {35, 7, 1}},
+                                    ConstView{in[1], z, {2, 7, 3}, {0, 1, 7}},
+                                    MutView{out, z, {2, 5, 3}, {15, 3, 1}});
+                         });
+    EXPECT_TRUE(complex_close(z, cm, gm)) << dtype_name(z) << " matmul";
   }
 }
 

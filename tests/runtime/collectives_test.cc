@@ -145,7 +145,7 @@ TEST_P(Collectives, C21C22PsumScatter) {
 }
 
 // Complex sums reach every backend as pairs of their real type (collectives.cc); compared on the
-// host, since CUDA devices hold complex values without computing on them.
+// host.
 TEST_P(Collectives, ComplexPsumAndPsumScatterSumBothParts) {
   using c64 = std::complex<float>;
   const Array x = Array::from_vector<c64>({{1, 2}, {3, -1}, {-2, 0.5f}, {4, 4}});
@@ -676,21 +676,18 @@ TEST_P(Collectives, ReductionsOfSeveralArraysEqualOneArrayAtATime) {
   };
   for (const Case& c : {Case{"psum", psum, psum, true}, Case{"pmean", pmean, pmean, true},
                         Case{"pmax", pmax, pmax, false}, Case{"pmin", pmin, pmin, false}}) {
-    // The CUDA kernels compute no complex values (the complex leaf's astype and pmean's division
-    // end in their NotImplementedError), so the CUDA instance leaves that leaf out.
-    const bool complex_ok = c.complex_ok && GetParam() != Platform::kCuda;
     for (const ReduceOptions& options :
          {ReduceOptions{}, ReduceOptions{.axis_index_groups = {{0, 3}, {2, 1}}}}) {
       auto f = shard_map(
           [&](const Array& b) {
             std::vector<Array> in = leaves_of(b);
-            if (!complex_ok) in.erase(in.begin() + 6);
+            if (!c.complex_ok) in.erase(in.begin() + 6);
             std::vector<Array> out = c.many(in, "i", options);
             for (const Array& x : in) out.push_back(c.one(x, "i", options));
             for (Array& y : out) y = expand_dims(y, 0);
             return out;
           },
-          mesh({4}, {"i"}), P("i"), std::vector<PartitionSpec>(complex_ok ? 16 : 14, P("i")),
+          mesh({4}, {"i"}), P("i"), std::vector<PartitionSpec>(c.complex_ok ? 16 : 14, P("i")),
           {.check_vma = false});
       std::vector<Array> out = f(floats(values));
       const size_t n = out.size() / 2;

@@ -9,6 +9,9 @@
 //     are exp(b log a).
 // The transcendental functions are the C++ library's (std::exp, std::sin, ...), with log1p,
 // expm1, log2 and exp2 written out so that they keep their precision near zero.
+// Every rule is a template over the complex type Z, std::complex<R> on the host and
+// cuda::std::complex<R> in the CUDA kernels (SPMD_HOST_DEVICE): complex functions are called
+// unqualified, so that Z's own library's are found (argument-dependent lookup).
 #pragma once
 
 #include <cmath>
@@ -25,46 +28,48 @@ namespace spmd::internal {
 
 // A real compute value as a complex of type Z.
 template <class Z, class S>
-Z to_complex(S v) {
+SPMD_HOST_DEVICE Z to_complex(S v) {
   using R = typename Z::value_type;
   return Z(static_cast<R>(v), R{0});
 }
 
 template <class Z>
-bool lex_less(Z a, Z b) {
+SPMD_HOST_DEVICE bool lex_less(Z a, Z b) {
   return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
 }
 template <class Z>
-bool lex_less_equal(Z a, Z b) {
+SPMD_HOST_DEVICE bool lex_less_equal(Z a, Z b) {
   return a.real() < b.real() || (a.real() == b.real() && a.imag() <= b.imag());
 }
 template <class Z>
-Z lex_max(Z a, Z b) {
+SPMD_HOST_DEVICE Z lex_max(Z a, Z b) {
   return lex_less(b, a) ? a : b;
 }
 template <class Z>
-Z lex_min(Z a, Z b) {
+SPMD_HOST_DEVICE Z lex_min(Z a, Z b) {
   return lex_less(a, b) ? a : b;
 }
 
 template <class Z>
-Z complex_sign(Z z) {
+SPMD_HOST_DEVICE Z complex_sign(Z z) {
+  using std::abs;
   if (z == Z(0)) return z;
-  return z / std::abs(z);
+  return z / abs(z);
 }
 
 template <class Z>
-Z complex_round(Z z) {
+SPMD_HOST_DEVICE Z complex_round(Z z) {
   return Z(std::nearbyint(z.real()), std::nearbyint(z.imag()));
 }
 
 template <class Z>
-Z complex_power(Z base, Z exponent) {
+SPMD_HOST_DEVICE Z complex_power(Z base, Z exponent) {
   using R = typename Z::value_type;
   const R n = exponent.real();
   constexpr R kLargestExact = R(1 << 30);
   if (exponent.imag() != 0 || std::nearbyint(n) != n || std::fabs(n) > kLargestExact) {
-    return std::pow(base, exponent);
+    using std::pow;
+    return pow(base, exponent);
   }
   Z result(1);
   for (auto e = static_cast<uint64_t>(std::fabs(n)); e != 0; e >>= 1) {
@@ -76,7 +81,7 @@ Z complex_power(Z base, Z exponent) {
 
 // log(1 + z) without losing z's digits when |z| is small: |1 + z|^2 - 1 = x (2 + x) + y^2.
 template <class Z>
-Z complex_log1p(Z z) {
+SPMD_HOST_DEVICE Z complex_log1p(Z z) {
   using R = typename Z::value_type;
   const R x = z.real(), y = z.imag();
   return Z(R{0.5} * std::log1p(x * (2 + x) + y * y), std::atan2(y, 1 + x));
@@ -84,7 +89,7 @@ Z complex_log1p(Z z) {
 
 // exp(z) - 1 = (expm1(x) cos y - 2 sin^2(y / 2)) + i exp(x) sin y.
 template <class Z>
-Z complex_expm1(Z z) {
+SPMD_HOST_DEVICE Z complex_expm1(Z z) {
   using R = typename Z::value_type;
   const R x = z.real(), y = z.imag();
   const R half_sin = std::sin(y / 2);
@@ -101,8 +106,10 @@ constexpr bool is_complex_math(UnaryOp op) {
 }
 
 template <class Z>
-Z complex_math(UnaryOp op, Z v) {
+SPMD_HOST_DEVICE Z complex_math(UnaryOp op, Z v) {
   using R = typename Z::value_type;
+  using std::conj, std::exp, std::log, std::log10, std::sqrt, std::tanh;
+  constexpr R kLn2 = std::numbers::ln2_v<R>;  // a local constant: device code reads it too
   switch (op) {
     case UnaryOp::kNeg:
       return -v;
@@ -113,25 +120,25 @@ Z complex_math(UnaryOp op, Z v) {
     case UnaryOp::kRound:
       return complex_round(v);
     case UnaryOp::kConj:
-      return std::conj(v);
+      return conj(v);
     case UnaryOp::kExp:
-      return std::exp(v);
+      return exp(v);
     case UnaryOp::kLog:
-      return std::log(v);
+      return log(v);
     case UnaryOp::kSqrt:
-      return std::sqrt(v);
+      return sqrt(v);
     case UnaryOp::kTanh:
-      return std::tanh(v);
+      return tanh(v);
     case UnaryOp::kLog1p:
       return complex_log1p(v);
     case UnaryOp::kExpm1:
       return complex_expm1(v);
     case UnaryOp::kLog2:
-      return std::log(v) / std::numbers::ln2_v<R>;
+      return log(v) / kLn2;
     case UnaryOp::kLog10:
-      return std::log10(v);
+      return log10(v);
     case UnaryOp::kExp2:
-      return std::exp(v * std::numbers::ln2_v<R>);
+      return exp(v * kLn2);
     default:
       return trig_math(op, v);
   }
@@ -144,14 +151,15 @@ constexpr bool is_complex_to_real(UnaryOp op) {
 }
 
 template <class Z>
-typename Z::value_type complex_to_real(UnaryOp op, Z v) {
+SPMD_HOST_DEVICE typename Z::value_type complex_to_real(UnaryOp op, Z v) {
+  using std::abs, std::arg;
   switch (op) {
     case UnaryOp::kAbs:
-      return std::abs(v);
+      return abs(v);
     case UnaryOp::kImag:
       return v.imag();
     case UnaryOp::kAngle:
-      return std::arg(v);
+      return arg(v);
     default:
       return v.real();  // kReal
   }

@@ -336,32 +336,37 @@ SPMD_HOST_DEVICE constexpr C highest() {
 // element costs nothing next to the library call, and keeps one list for every backend.
 
 // The trigonometric and hyperbolic functions and their inverses (kSin ... kArctanh), for every
-// type the library overloads them for: floats and std::complex (backend/complex_ops.h).
+// type the library overloads them for: floats, std::complex and cuda::std::complex
+// (backend/complex_ops.h).
 template <class F>
 SPMD_HOST_DEVICE F trig_math(UnaryOp op, F v) {
+  // Unqualified, so that a complex F finds its own library's functions (std:: on the host,
+  // cuda::std:: on a GPU) by argument-dependent lookup.
+  using std::acos, std::acosh, std::asin, std::asinh, std::atan, std::atanh, std::cos, std::cosh,
+      std::sin, std::sinh, std::tan;
   switch (op) {
     case UnaryOp::kSin:
-      return std::sin(v);
+      return sin(v);
     case UnaryOp::kCos:
-      return std::cos(v);
+      return cos(v);
     case UnaryOp::kTan:
-      return std::tan(v);
+      return tan(v);
     case UnaryOp::kArcsin:
-      return std::asin(v);
+      return asin(v);
     case UnaryOp::kArccos:
-      return std::acos(v);
+      return acos(v);
     case UnaryOp::kArctan:
-      return std::atan(v);
+      return atan(v);
     case UnaryOp::kSinh:
-      return std::sinh(v);
+      return sinh(v);
     case UnaryOp::kCosh:
-      return std::cosh(v);
+      return cosh(v);
     case UnaryOp::kArcsinh:
-      return std::asinh(v);
+      return asinh(v);
     case UnaryOp::kArccosh:
-      return std::acosh(v);
+      return acosh(v);
     case UnaryOp::kArctanh:
-      return std::atanh(v);
+      return atanh(v);
     default:
       return v;  // not in is_trig_math
   }

@@ -11,6 +11,7 @@
 // and calls cuBLAS's strided-batched gemm; integer and bool matmul is an exact loop.
 #include <algorithm>
 #include <array>
+#include <cuda/std/complex>
 #include <limits>
 #include <optional>
 #include <string>
@@ -19,83 +20,14 @@
 
 #include "backend/element_ops.h"
 #include "cuda/cuda_check.h"
+#include "cuda/cuda_complex_kernels.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/cuda_loop.cuh"
 #include "cuda/stream_scratch.h"
 #include "spmd/errors.h"
 
 namespace spmd::internal::cuda {
 namespace {
-
-// Views of more dimensions than this, after merging, are refused (NotImplementedError).
-constexpr int kMaxDims = 16;
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65535;
-
-// One shape and N operands' strides over it (elements), unit dimensions dropped and dimensions
-// contiguous in every operand merged, so that the row-major order of the elements is kept.
-template <int N>
-struct Geometry {
-  int ndim = 0;
-  int64_t count = 1;  // elements
-  int64_t shape[kMaxDims] = {};
-  int64_t strides[N][kMaxDims] = {};
-};
-
-template <int N>
-Geometry<N> geometry(const Shape& shape, const std::array<const Strides*, N>& strides) {
-  Geometry<N> g;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    g.count *= shape[d];
-    if (shape[d] == 1) continue;
-    bool merge = g.ndim > 0;
-    for (int k = 0; k < N && merge; ++k) {
-      merge = g.strides[k][g.ndim - 1] == (*strides[k])[d] * shape[d];
-    }
-    if (!merge) {
-      if (g.ndim == kMaxDims) {
-        throw NotImplementedError("the CUDA kernels take views of up to " +
-                                  std::to_string(kMaxDims) + " non-contiguous dimensions");
-      }
-      g.shape[g.ndim++] = 1;
-    }
-    g.shape[g.ndim - 1] *= shape[d];
-    for (int k = 0; k < N; ++k) g.strides[k][g.ndim - 1] = (*strides[k])[d];
-  }
-  return g;
-}
-
-// Each operand's offset of the element with row-major index i.
-template <int N>
-__device__ void offsets_of(const Geometry<N>& g, int64_t i, int64_t (&offsets)[N]) {
-  for (int k = 0; k < N; ++k) offsets[k] = 0;
-  for (int d = g.ndim - 1; d >= 0; --d) {
-    const int64_t index = i % g.shape[d];
-    i /= g.shape[d];
-    for (int k = 0; k < N; ++k) offsets[k] += index * g.strides[k][d];
-  }
-}
-
-template <int N, class Op>
-__global__ void elementwise(Geometry<N> g, Op op) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < g.count;
-       i += step) {
-    int64_t offsets[N];
-    offsets_of(g, i, offsets);
-    op(offsets);
-  }
-}
-
-int64_t blocks_for(int64_t count) {
-  return std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks);
-}
-
-template <int N, class Op>
-void launch(cudaStream_t stream, const Geometry<N>& g, const Op& op, const char* kernel) {
-  if (g.count == 0) return;
-  elementwise<N><<<static_cast<unsigned>(blocks_for(g.count)), kThreads, 0, stream>>>(g, op);
-  check(cudaGetLastError(), std::string("launching the ") + kernel + " kernel");
-}
 
 // ---------------------------------------------------------------------------------------------
 // Element operations, one functor per kernel; operand 0 is the output.
@@ -114,13 +46,6 @@ struct Convert {
   __device__ void operator()(const int64_t (&o)[2]) const {
     store<D>(y + o[0], convert<D>(load<S>(x + o[1])));
   }
-};
-
-template <class U>
-struct FillBits {
-  U* y;
-  U bits;
-  __device__ void operator()(const int64_t (&o)[1]) const { y[o[0]] = bits; }
 };
 
 template <class T>
@@ -279,31 +204,8 @@ struct Narrow {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Reductions: thread i folds output element i's range in row-major order.
-
-template <class T, class Fold>
-__global__ void reduce_kernel(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
-                              Fold fold) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < outer.count;
-       i += step) {
-    int64_t base[1];
-    offsets_of(outer, i, base);
-    auto state = fold.init();
-    int64_t index[kMaxDims] = {};
-    int64_t offset = base[0];
-    for (int64_t j = 0; j < inner.count; ++j) {
-      fold.step(state, load<T>(x + offset));
-      for (int d = inner.ndim - 1; d >= 0; --d) {
-        offset += inner.strides[0][d];
-        if (++index[d] < inner.shape[d]) break;
-        offset -= inner.strides[0][d] * inner.shape[d];
-        index[d] = 0;
-      }
-    }
-    fold.finish(i, state);
-  }
-}
+// Reductions: the folds of reduce_kernel (cuda_loop.cuh), one thread per output, and the kernels
+// for long rows.
 
 template <class T>
 struct PairwiseFold {
@@ -523,15 +425,6 @@ void launch_pairwise_sum(cudaStream_t stream, const Geometry<1>& outer, const Ge
   check(cudaGetLastError(), "launching the pairwise sum kernel");
 }
 
-template <class T, class Fold>
-void launch_reduce(cudaStream_t stream, const Geometry<1>& outer, const Geometry<1>& inner,
-                   const void* x, const Fold& fold) {
-  if (outer.count == 0) return;
-  reduce_kernel<T><<<static_cast<unsigned>(blocks_for(outer.count)), kThreads, 0, stream>>>(
-      outer, inner, static_cast<const StorageOf<T>*>(x), fold);
-  check(cudaGetLastError(), "launching the reduce kernel");
-}
-
 // ---------------------------------------------------------------------------------------------
 // Exact matmul (integers, bool): thread per output element, k in increasing order as on the CPU.
 
@@ -566,24 +459,31 @@ __global__ void loop_matmul_kernel(int64_t batch, int64_t m, int64_t n, int64_t 
 }
 
 // c = a @ b per batch through cuBLAS, in row-major terms: cuBLAS is column-major, so it computes
-// c^T = b^T a^T on the same dense buffers.
-void gemm(cublasHandle_t blas, int64_t batch, int64_t m, int64_t n, int64_t k, const float* a,
-          const float* b, int64_t b_stride, float* c) {
-  const float one = 1, zero = 0;
-  check(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
-                                  static_cast<int>(m), static_cast<int>(k), &one, b,
-                                  static_cast<int>(n), b_stride, a, static_cast<int>(k), m * k,
-                                  &zero, c, static_cast<int>(n), m * n, static_cast<int>(batch)),
-        "cublasSgemmStridedBatched");
-}
-void gemm(cublasHandle_t blas, int64_t batch, int64_t m, int64_t n, int64_t k, const double* a,
-          const double* b, int64_t b_stride, double* c) {
-  const double one = 1, zero = 0;
-  check(cublasDgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
-                                  static_cast<int>(m), static_cast<int>(k), &one, b,
-                                  static_cast<int>(n), b_stride, a, static_cast<int>(k), m * k,
-                                  &zero, c, static_cast<int>(n), m * n, static_cast<int>(batch)),
-        "cublasDgemmStridedBatched");
+// c^T = b^T a^T on the same dense buffers. C is float, double or cuda::std::complex of either
+// (the layout of cuComplex and cuDoubleComplex).
+template <class C>
+void gemm(cublasHandle_t blas, int64_t batch, int64_t m, int64_t n, int64_t k, const C* a,
+          const C* b, int64_t b_stride, C* c) {
+  const C one(1), zero(0);
+  const auto run = [&](auto cublas_gemm, const char* name, auto* element) {
+    using E = std::remove_pointer_t<decltype(element)>;
+    const auto e = [](const C* p) { return reinterpret_cast<const E*>(p); };
+    check(cublas_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                      static_cast<int>(k), e(&one), e(b), static_cast<int>(n), b_stride, e(a),
+                      static_cast<int>(k), m * k, e(&zero), reinterpret_cast<E*>(c),
+                      static_cast<int>(n), m * n, static_cast<int>(batch)),
+          name);
+  };
+  if constexpr (std::is_same_v<C, float>) {
+    run(cublasSgemmStridedBatched, "cublasSgemmStridedBatched", static_cast<float*>(nullptr));
+  } else if constexpr (std::is_same_v<C, double>) {
+    run(cublasDgemmStridedBatched, "cublasDgemmStridedBatched", static_cast<double*>(nullptr));
+  } else if constexpr (std::is_same_v<C, ::cuda::std::complex<float>>) {
+    run(cublasCgemmStridedBatched, "cublasCgemmStridedBatched", static_cast<cuComplex*>(nullptr));
+  } else {
+    run(cublasZgemmStridedBatched, "cublasZgemmStridedBatched",
+        static_cast<cuDoubleComplex*>(nullptr));
+  }
 }
 
 // Packs a view into a dense buffer of its compute type.
@@ -659,11 +559,6 @@ bool binary_defined(BinaryOp op, DType dt) {
   return !bitwise || !is_floating(dt);
 }
 
-[[noreturn]] void unsupported(const char* kernel, int op, DType dt) {
-  throw TypeError(std::string("cuda kernels: ") + kernel + " op " + std::to_string(op) +
-                  " is not defined for " + std::string(dtype_name(dt)));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Collectives among devices of one GPU.
 
@@ -723,21 +618,6 @@ void fold_members(cudaStream_t stream, ReduceKind op, DType dtype, const void* c
   check(cudaGetLastError(), "launching the collective reduction kernel");
 }
 
-namespace {
-
-// Complex arrays live on CUDA devices (copies and selects move their bits) but have no compute
-// kernels here yet: the CPU backend's (cpu_complex_kernels.cc) are the only ones.
-void check_real(DType dt, const char* kernel) {
-  if (is_complex(dt)) {
-    throw NotImplementedError(std::string("CUDA kernels: ") + kernel + " of " +
-                              std::string(dtype_name(dt)) +
-                              " arrays is not implemented on CUDA devices; compute complex values "
-                              "on CPU devices (SPMD_PLATFORMS=cpu)");
-  }
-}
-
-}  // namespace
-
 void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
   const Geometry<2> g = geometry<2>(dst.shape, {&dst.strides, &src.strides});
   if (src.dtype == dst.dtype) {
@@ -747,8 +627,7 @@ void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
                 "copy");
     });
   }
-  check_real(src.dtype, "conversion");
-  check_real(dst.dtype, "conversion");
+  if (is_complex(src.dtype) || is_complex(dst.dtype)) return complex_copy(stream_, src, dst);
   dispatch(src.dtype, [&]<class S>(std::type_identity<S>) {
     dispatch(dst.dtype, [&]<class D>(std::type_identity<D>) {
       launch<2>(stream_, g,
@@ -760,7 +639,7 @@ void CudaKernels::copy(const ConstView& src, const MutView& dst) const {
 }
 
 void CudaKernels::fill(const MutView& dst, Scalar value) const {
-  check_real(dst.dtype, "fill");
+  if (is_complex(dst.dtype)) return complex_fill(stream_, dst, value);
   dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
     // The value is converted on the host by the same rule as on the CPU, then its bits are
     // written.
@@ -772,7 +651,7 @@ void CudaKernels::fill(const MutView& dst, Scalar value) const {
 }
 
 void CudaKernels::iota(const MutView& dst) const {
-  check_real(dst.dtype, "iota");
+  if (is_complex(dst.dtype)) return complex_iota(stream_, dst);
   dispatch(dst.dtype, [&]<class T>(std::type_identity<T>) {
     launch<1>(stream_, geometry<1>(dst.shape, {&dst.strides}),
               Iota<T>{static_cast<StorageOf<T>*>(dst.data)}, "iota");
@@ -780,7 +659,7 @@ void CudaKernels::iota(const MutView& dst) const {
 }
 
 void CudaKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const {
-  check_real(x.dtype, "unary op");
+  if (is_complex(x.dtype)) return complex_unary(stream_, op, x, y);
   if (!unary_defined(op, x.dtype)) unsupported("unary", static_cast<int>(op), x.dtype);
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     launch<2>(
@@ -792,7 +671,7 @@ void CudaKernels::unary(UnaryOp op, const ConstView& x, const MutView& y) const 
 
 void CudaKernels::binary(BinaryOp op, const ConstView& a, const ConstView& b,
                          const MutView& y) const {
-  check_real(a.dtype, "binary op");
+  if (is_complex(a.dtype)) return complex_binary(stream_, op, a, b, y);
   if (!binary_defined(op, a.dtype)) unsupported("binary", static_cast<int>(op), a.dtype);
   dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
     launch<3>(stream_, geometry<3>(y.shape, {&y.strides, &a.strides, &b.strides}),
@@ -813,14 +692,8 @@ void CudaKernels::select(const ConstView& cond, const ConstView& a, const ConstV
 }
 
 void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const MutView& y) const {
-  check_real(x.dtype, "reduce");
-  const auto split = static_cast<int64_t>(x.shape.size()) - num_reduced;
-  const Shape outer_shape(x.shape.begin(), x.shape.begin() + split);
-  const Shape inner_shape(x.shape.begin() + split, x.shape.end());
-  const Strides outer_strides(x.strides.begin(), x.strides.begin() + split);
-  const Strides inner_strides(x.strides.begin() + split, x.strides.end());
-  const Geometry<1> outer = geometry<1>(outer_shape, {&outer_strides});
-  const Geometry<1> inner = geometry<1>(inner_shape, {&inner_strides});
+  if (is_complex(x.dtype)) return complex_reduce(stream_, op, x, num_reduced, y);
+  const auto [outer, inner] = reduce_geometry(x, num_reduced);
   dispatch(x.dtype, [&]<class T>(std::type_identity<T>) {
     using C = ComputeOf<T>;
     auto* const out = static_cast<StorageOf<T>*>(y.data);
@@ -866,14 +739,22 @@ void CudaKernels::reduce(ReduceOp op, const ConstView& x, int num_reduced, const
 }
 
 void CudaKernels::matmul(const ConstView& a, const ConstView& b, const MutView& c) const {
-  check_real(a.dtype, "matmul");
+  const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
+  const int64_t limit = std::numeric_limits<int>::max();  // cuBLAS counts in int
+  const bool fits_blas = m <= limit && n <= limit && k <= limit && batch <= limit;
+  if (is_complex(a.dtype)) {
+    if (!fits_blas) {
+      throw NotImplementedError(
+          "a complex matmul with a dimension over 2^31 - 1 on CUDA devices (cuBLAS counts in "
+          "int); compute it on CPU devices (SPMD_PLATFORMS=cpu)");
+    }
+    return dispatch_complex(a.dtype, [&]<class H>(std::type_identity<H>) {
+      blas_matmul<::cuda::std::complex<typename H::value_type>>(stream_, blas_, a, b, c);
+    });
+  }
   dispatch(a.dtype, [&]<class T>(std::type_identity<T>) {
-    const int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2], k = a.shape[2];
     if constexpr (kIsFloat<ComputeOf<T>>) {
-      const int64_t limit = std::numeric_limits<int>::max();
-      if (m <= limit && n <= limit && k <= limit && batch <= limit) {
-        return blas_matmul<T>(stream_, blas_, a, b, c);
-      }
+      if (fits_blas) return blas_matmul<T>(stream_, blas_, a, b, c);
     }
     const int64_t total = batch * m * n;
     if (total == 0) return;

@@ -8,6 +8,8 @@
 // comparisons, select, floor/ceil/round, sqrt, division, reductions in the CPU's pairwise order,
 // integer and bool matmul) is bit-exact, except that a NaN an operation makes is the GPU's
 // canonical NaN where the CPU makes x86's default NaN (both are NaN; payloads are not kept).
+// Complex views go to cuda_complex_kernels.h, which says what differs there; complex matmul is
+// cuBLAS's cgemm/zgemm.
 //
 //   CudaKernels kernels(stream, handle);
 //   kernels.binary(BinaryOp::kAdd, a, b, y);  // enqueued on `stream`; a, b, y in device memory
