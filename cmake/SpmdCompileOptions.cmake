@@ -28,16 +28,18 @@ elseif(NOT SPMD_SANITIZE STREQUAL "")
   message(FATAL_ERROR "SPMD_SANITIZE must be '', 'thread' or 'address', got '${SPMD_SANITIZE}'")
 endif()
 
-# Fuzzing: every object gets libFuzzer's coverage instrumentation and ASan + UBSan (the fuzz
-# targets add libFuzzer's main at link time, tests/fuzz/CMakeLists.txt).
+# Fuzzing rides on the address build (scripts/fuzz.sh builds its targets in build-asan/, beside
+# the tests): every object gets libFuzzer's coverage instrumentation as well, except the test
+# code (tests/CMakeLists.txt takes it off there), and the fuzz targets link libFuzzer's main
+# (tests/fuzz/CMakeLists.txt).
 if(SPMD_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-    message(FATAL_ERROR "SPMD_FUZZ needs Clang (libFuzzer): configure with CXX=clang++-14")
+    message(FATAL_ERROR "SPMD_FUZZ needs Clang (libFuzzer): configure with "
+                        "CMAKE_CXX_COMPILER=clang++-14 (the asan preset does)")
   endif()
-  if(NOT SPMD_SANITIZE STREQUAL "")
-    message(FATAL_ERROR "SPMD_FUZZ brings its own sanitizers: leave SPMD_SANITIZE empty")
+  if(NOT SPMD_SANITIZE STREQUAL "address")
+    message(FATAL_ERROR "SPMD_FUZZ runs under ASan + UBSan: configure with SPMD_SANITIZE=address "
+                        "(the asan preset does), got SPMD_SANITIZE='${SPMD_SANITIZE}'")
   endif()
-  add_compile_options(-O1 -gline-tables-only -fsanitize=fuzzer-no-link,address,undefined
-                      -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-  add_link_options(-fsanitize=address,undefined)
+  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()

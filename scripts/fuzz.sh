@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds the libFuzzer targets of tests/fuzz with clang-14 (ASan + UBSan + coverage) in
-# build-fuzz/, then runs the three at once, each for a bounded time, from its seed corpus in
-# tests/fuzz/corpus/<target>/ (new inputs go to a scratch folder; the corpus is not changed).
+# Builds the libFuzzer targets of tests/fuzz in build-asan/ (the asan preset: clang-14, ASan +
+# UBSan, the runtime with coverage; the folder that scripts/test.sh --sanitize=address tests, so
+# after it only the targets are left to build), then runs the three at once, each for a bounded
+# time, from its seed corpus in tests/fuzz/corpus/<target>/ (new inputs go to a scratch folder;
+# the corpus is not changed).
 # Fails when a target finds a crash, a leak, a timeout or a non-spmd exception; the input that
-# did it is kept as build-fuzz/artifacts/<target>-crash-... and each run's log beside it.
+# did it is kept as build-asan/artifacts/<target>-crash-... and each run's log beside it.
 # Usage: scripts/fuzz.sh [--time=SECONDS (default 60)] [--build-dir=DIR] [--merge]
 #   --merge: afterwards, merge what the run found into the seed corpora (minimised: an input is
 #            kept when it reaches a code edge no other input does).
@@ -12,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=60
-build_dir=build-fuzz
+build_dir=build-asan
 merge=0
 for arg in "$@"; do
   case "$arg" in
@@ -25,9 +27,8 @@ done
 
 scripts/setup.sh
 targets=(shapes sharding collectives)
-# The fuzz preset: only the runtime and the fuzz targets (no tests, examples, benchmarks or
-# spmd-migrate), built with clang-14.
-cmake --preset fuzz -B "$build_dir" >/dev/null
+# Only the targets and what they link (the runtime), not the rest of the preset's tree.
+cmake --preset asan -B "$build_dir" >/dev/null
 cmake --build "$build_dir" -j "${SPMD_JOBS:-$(nproc)}" --target "${targets[@]/#/spmd_fuzz_}"
 
 mkdir -p "$build_dir/artifacts"

@@ -43,7 +43,8 @@ void append_grid(const Mesh& mesh, int64_t first, std::string& out) {
   for (int64_t r = 0; r < rows; ++r) {
     out += "  " + pad(n >= 2 ? fmt::format("{}={}", names[n - 2], r) : "", label) + " |";
     for (int64_t c = 0; c < cols; ++c) {
-      out += " " + pad(mesh.devices()[first + r * cols + c].str(), width) + " |";
+      // Appends, not `" " + ...`: GCC 12 at -O3 warns (-Wrestrict) on that string concatenation.
+      out.append(" ").append(pad(mesh.devices()[first + r * cols + c].str(), width)).append(" |");
     }
     out += "\n";
   }
@@ -91,7 +92,7 @@ std::string visualize_array_sharding(const Array& x) {
     row_set.insert(rows);
     col_set.insert(cols);
     std::string& cell = cells[{rows, cols}];
-    cell += (cell.empty() ? "" : ",") + s.device.str();
+    cell.append(cell.empty() ? "" : ",").append(s.device.str());  // (GCC 12 -O3 -Wrestrict)
   }
   size_t width = 9;
   for (const auto& [key, text] : cells) width = std::max(width, text.size() + 2);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <typeindex>
 #include <unordered_map>
 
@@ -510,6 +511,18 @@ PartitionSpec axis_spec(std::optional<int> axis, const std::string& name) {
   return PartitionSpec(std::move(entries));
 }
 
+namespace {
+
+// Whether a demangled type name is a lambda's: "f()::{lambda(int)#1}" (GCC; Clang in an inline
+// function) or "f()::$_3" (Clang's name for an unnamed local type with internal linkage).
+bool is_lambda(std::string_view name) {
+  if (name.find("{lambda(") != std::string_view::npos) return true;
+  size_t last = name.rfind("::");
+  return name.substr(last == std::string_view::npos ? 0 : last + 2).starts_with("$_");
+}
+
+}  // namespace
+
 std::string type_name(const std::type_info& type) {
   // Demangling costs more than a whole call of a small mapped function, and a program that builds
   // its mapped functions in a loop names the same few types again and again: each is demangled
@@ -523,7 +536,7 @@ std::string type_name(const std::type_info& type) {
   std::unique_ptr<char, void (*)(void*)> demangled(
       abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
   std::string name = status == 0 ? demangled.get() : type.name();
-  if (name.find("lambda") != std::string::npos) name = "<lambda>";
+  if (is_lambda(name)) name = "<lambda>";
   if (name.find("(*)(") != std::string::npos) name = "<function>";
   it->second = name;
   return name;
