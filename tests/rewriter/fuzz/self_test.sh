@@ -54,7 +54,9 @@ expect() {
   echo "$fault: detected (${rows[*]})"
 }
 
+# The mutants are the same on every run (fuzz.py's fixed --random-seed): of the first three, two do
+# not compile and one compiles and is changed by the tool, which is all that each fault needs.
 expect crash "crashes" --count 2 --behaviour 0
 expect hang "hangs" --count 1 --behaviour 0 --timeout 5
-expect modify "modified files that do not compile;idempotence failures" --count 12 --behaviour 0
-expect behaviour "behaviour mismatches" --count 6 --behaviour 1
+expect modify "modified files that do not compile;idempotence failures" --count 3 --behaviour 0
+expect behaviour "behaviour mismatches" --count 3 --behaviour 1
