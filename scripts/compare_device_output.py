@@ -9,7 +9,8 @@ and draw their rules to the widest name, so both outputs are read as tokens: "cu
 "cpu:", runs of spaces and of '-' count as one. Numbers printed from float math that the two
 backends round differently in the last place (cuBLAS against BLIS, CUDA's libm against glibc's)
 may differ by a relative or absolute 1e-5 (numbers printed as floats only; counts and
-indices must be equal); everything else must be equal. Exit 0 when the outputs
+indices must be equal). make_mesh's advice for more devices names each platform's own setting
+(SPMD_CPU_DEVICES, SPMD_CUDA_DEVICES_PER_GPU) and is not compared. Everything else must be equal. Exit 0 when the outputs
 agree (saying whether any number needed the tolerance), 1 when they do not (the first difference),
 2 on bad arguments.
 """
@@ -22,11 +23,13 @@ NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)
 # A token is a number, a run of word characters, or one other character; spaces and '-' runs
 # between them are layout.
 TOKEN = re.compile(NUMBER.pattern + r"|\w+|-+|\S")
+# The parenthesis of "Start the program with more devices (...)." up to the line's last ")."
+ADVICE = re.compile(r"(Start the program with more devices) \(.*\)\.")
 
 
 def tokens(path):
     with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read().replace("cuda:", "cpu:")
+        text = ADVICE.sub(r"\1 (advice).", f.read().replace("cuda:", "cpu:"))
     out = []
     for line_no, line in enumerate(text.splitlines(), 1):
         for token in TOKEN.findall(line):

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "backend/registry.h"
 #include "checks.h"
 #include "spmd/errors.h"
 
@@ -157,10 +158,12 @@ Mesh make_mesh(Shape axis_sizes, std::vector<std::string> axis_names,
   std::vector<Device> pool = devices ? std::move(*devices) : spmd::devices();
   const int64_t n = device_count_of(axis_sizes, "make_mesh");
   if (static_cast<int64_t>(pool.size()) < n) {
+    const Platform platform = pool.empty() ? internal::platform_in_use("") : pool.front().platform;
+    const std::string advice = internal::backend_for(platform).more_devices_advice(n);
     throw ValueError(fmt::format(
         "Number of devices {} must be >= the product of mesh_shape {}. Start the program with "
-        "more devices (spmd::initialize({{.cpu_devices = {}}}) or SPMD_CPU_DEVICES={}).",
-        pool.size(), shape_tuple_string(axis_sizes), n, n));
+        "more devices{}.",
+        pool.size(), shape_tuple_string(axis_sizes), advice.empty() ? "" : " (" + advice + ")"));
   }
   pool.resize(static_cast<size_t>(n));
   return Mesh(std::move(pool), std::move(axis_sizes), std::move(axis_names));

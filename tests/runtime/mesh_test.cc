@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "test_backend/test_backend.h"
 #include "test_util.h"
 
 namespace spmd {
@@ -117,7 +118,13 @@ TEST(MeshTest, Errors) {
       [] {
         make_mesh({3, 3}, {"a", "b"});
       },
-      {"Number of devices 8 must be >= the product of mesh_shape (3, 3)"});
+      {"Number of devices 8 must be >= the product of mesh_shape (3, 3). Start the program with "
+       "more devices (spmd::initialize({.cpu_devices = 9}) or SPMD_CPU_DEVICES=9)."});
+  // The advice is the devices' platform's own (the test backend's setting here).
+  expect_error<ValueError>(
+      [] { make_mesh({16}, {"i"}, devices(testing::kTestPlatform.name())); },
+      {"Number of devices 8 must be >= the product of mesh_shape (16,). Start the program with "
+       "more devices (SPMD_TEST_BACKEND_DEVICES=16)."});
   expect_error<ValueError>(
       [] {
         make_mesh({2, 2}, {"a"});

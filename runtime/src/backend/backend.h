@@ -223,6 +223,13 @@ class Backend {
   // Why device_count() is 0 ("cudaGetDeviceCount: cudaErrorNoDevice: no CUDA-capable device is
   // detected"), for the error of a platforms setting that asks for it; "" when nothing is known.
   virtual std::string absent_reason() const { return ""; }
+  // How to start the program with `wanted` devices of this platform, for the error of a mesh
+  // that asks for more than there are ("spmd::initialize({.cpu_devices = 16}) or
+  // SPMD_CPU_DEVICES=16"); "" when there is nothing to say.
+  virtual std::string more_devices_advice(int64_t wanted) const {
+    (void)wanted;
+    return "";
+  }
 
   // Memory for `bytes` bytes on `device`, 64-byte aligned. Never null for bytes > 0. When the
   // memory is not available, throws ResourceExhausted saying why, or std::bad_alloc (which Buffer

@@ -3,10 +3,13 @@
 // It registers as the "cpu" platform (backend/registry.h).
 #include "cpu/cpu_backend.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -82,6 +85,10 @@ class CpuBackend final : public Backend {
  public:
   Platform platform() const override { return Platform::kCpu; }
   int device_count() const override { return settings().cpu_devices; }
+  std::string more_devices_advice(int64_t wanted) const override {
+    return fmt::format("spmd::initialize({{.cpu_devices = {}}}) or SPMD_CPU_DEVICES={}", wanted,
+                       wanted);
+  }
   void* allocate(const Device& device, size_t bytes) override {
     check_host_memory(device, bytes);
     return allocator_.allocate(device.id, bytes);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/hierarchical_communicator.h"
 #include "backend/registry.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_communicator.h"
@@ -95,6 +96,19 @@ class CudaBackend final : public Backend {
   Platform platform() const override { return Platform::kCuda; }
   int device_count() const override { return static_cast<int>(devices_.size()); }
   std::string absent_reason() const override { return absent_; }
+  std::string more_devices_advice(int64_t wanted) const override {
+    if (gpus_ == 0) return "";
+    const char* plural = gpus_ == 1 ? "" : "s";
+    const int64_t per_gpu = (wanted + gpus_ - 1) / gpus_;
+    if (per_gpu > kMaxDevicesPerGpu) {
+      return fmt::format(
+          "more GPUs: {} GPU{} hold at most {} spmd devices, with "
+          "SPMD_CUDA_DEVICES_PER_GPU={}",
+          gpus_, plural, gpus_ * kMaxDevicesPerGpu, kMaxDevicesPerGpu);
+    }
+    return fmt::format("SPMD_CUDA_DEVICES_PER_GPU={} puts {} spmd devices on each of the {} GPU{}",
+                       per_gpu, per_gpu, gpus_, plural);
+  }
 
   void* allocate(const Device& device, size_t bytes) override {
     const LogicalDevice& d = at(device);
@@ -159,33 +173,27 @@ class CudaBackend final : public Backend {
   }
 
   // Devices of one GPU meet through host memory and device copies (NCCL allows one rank per
-  // GPU); devices of different GPUs, one each, through NCCL. A group with several devices on
-  // some GPU and more than one GPU would need both levels, which are not built yet.
+  // GPU); devices of different GPUs, one each, through NCCL; a group with several devices on
+  // some GPU and more than one GPU through both (backend/hierarchical_communicator.h).
   std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members, int rank,
                                                   Rendezvous& rendezvous, Cancel& cancel) override {
     const int size = static_cast<int>(members.size());
-    std::vector<int> per_gpu(gpus_, 0);
-    for (const Device& m : members) ++per_gpu[at(m).gpu];
-    const int used = static_cast<int>(
-        std::count_if(per_gpu.begin(), per_gpu.end(), [](int n) { return n > 0; }));
-    if (used == 1) {
+    std::vector<int> gpu_of;
+    for (const Device& m : members) gpu_of.push_back(at(m).gpu);
+    const NodeLayout layout(gpu_of);
+    if (layout.mixed()) {
+      return make_hierarchical_communicator(*this, members, layout, rank, rendezvous, cancel);
+    }
+    if (layout.nodes() == 1) {
       std::shared_ptr<LocalExchange> exchange = rendezvous.shared<LocalExchange>(
           [size] { return std::make_shared<LocalExchange>(size); });
       return std::make_unique<LocalCommunicator>(std::move(exchange), rank, size,
                                                  at(members[rank]));
     }
-    if (used == size) {
-      std::shared_ptr<NcclShared> shared =
-          rendezvous.shared<NcclShared>([size] { return std::make_shared<NcclShared>(size); });
-      return std::make_unique<NcclCommunicator>(std::move(shared), rank, size, at(members[rank]),
-                                                cancel);
-    }
-    throw NotImplementedError(fmt::format(
-        "a collective over {} CUDA devices on {} GPUs, several of them on one GPU: spmd runs "
-        "collectives among the devices of one GPU, or among devices of different GPUs one per GPU "
-        "(NCCL), not both at once yet; use SPMD_CUDA_DEVICES_PER_GPU=1 with several GPUs, or one "
-        "GPU (CUDA_VISIBLE_DEVICES)",
-        size, used));
+    std::shared_ptr<NcclShared> shared =
+        rendezvous.shared<NcclShared>([size] { return std::make_shared<NcclShared>(size); });
+    return std::make_unique<NcclCommunicator>(std::move(shared), rank, size, at(members[rank]),
+                                              cancel);
   }
 
  private:

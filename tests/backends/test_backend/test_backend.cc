@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/element_rules.h"
+#include "backend/hierarchical_communicator.h"
 #include "backend/registry.h"
 
 namespace spmd::testing {
@@ -200,6 +202,9 @@ class TestBackend final : public internal::Backend {
     const char* text = std::getenv("SPMD_TEST_BACKEND_DEVICES");
     return text != nullptr ? std::atoi(text) : 8;
   }
+  std::string more_devices_advice(int64_t wanted) const override {
+    return "SPMD_TEST_BACKEND_DEVICES=" + std::to_string(wanted);
+  }
   void* allocate(const Device& device, size_t bytes) override {
     internal::check_host_memory(device, bytes);
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
@@ -231,12 +236,27 @@ class TestBackend final : public internal::Backend {
   }
   std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& members, int rank,
                                                   internal::Rendezvous& rendezvous,
-                                                  Cancel&) override {
+                                                  Cancel& cancel) override {
     const int size = static_cast<int>(members.size());
+    std::vector<int> node_of;
+    for (const Device& m : members) node_of.push_back(m.id / devices_per_node_);
+    const internal::NodeLayout layout(node_of);
+    if (layout.mixed()) {
+      return internal::make_hierarchical_communicator(*this, members, layout, rank, rendezvous,
+                                                      cancel);
+    }
     auto mailbox = rendezvous.shared<Mailbox>([size] { return std::make_shared<Mailbox>(size); });
     handles_made.fetch_add(1);
     return std::make_unique<MailboxCommunicator>(std::move(mailbox), rank, size);
   }
+
+ private:
+  static int devices_per_node() {
+    const char* text = std::getenv("SPMD_TEST_BACKEND_DEVICES_PER_NODE");
+    return text != nullptr && std::atoi(text) > 0 ? std::atoi(text) : 1;
+  }
+
+  const int devices_per_node_ = devices_per_node();
 };
 
 const bool registered = [] {

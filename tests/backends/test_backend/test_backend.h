@@ -8,6 +8,11 @@
 // pattern, and its communicator is a mutex-and-condition-variable mailbox that copies every input
 // (no zero-copy, no futexes) and computes each output under the lock in rank order. Kernels are
 // the CPU backend's, looked up through the registry: its memory is host memory too.
+//
+// SPMD_TEST_BACKEND_DEVICES_PER_NODE=k (default 1) puts its devices in nodes of k, as the CUDA
+// backend's logical devices sit on GPUs: groups that span nodes with several members on one then
+// run through backend/hierarchical_communicator.h (mailboxes within each node and between the
+// nodes' leaders), so the collectives suite checks that composition here, where no GPU is needed.
 #pragma once
 
 #include "spmd/device.h"
