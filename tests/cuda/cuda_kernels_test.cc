@@ -599,6 +599,19 @@ TEST_F(CudaKernelsTest, ComplexReductionsAndMatmulMatchTheCpu) {
           k.reduce(ReduceOp::kSum, ConstView{in[0], z, {1000}, {1}}, 1, MutView{out, z, {}, {}});
         });
     EXPECT_TRUE(same(part, c, g)) << dtype_name(z) << " long sum";
+    // Rows of 4096 elements and more take a block each, in the same order: two rows of 5000,
+    // read row-major and transposed.
+    const std::vector<char> rows = complex_sample(z, 10000, 23, -100, 100);
+    for (bool transposed : {false, true}) {
+      auto [cr, gr] = both(*this, {rows}, 2 * itemsize(z),
+                           [&](const Kernels& k, const std::vector<const void*>& in, void* out) {
+                             const Strides strides = transposed ? Strides{1, 2} : Strides{5000, 1};
+                             k.reduce(ReduceOp::kSum, ConstView{in[0], z, {2, 5000}, strides}, 1,
+                                      MutView{out, z, {2}, {1}});
+                           });
+      EXPECT_TRUE(same(part, cr, gr))
+          << dtype_name(z) << " sums of long rows, transposed " << transposed;
+    }
     // [2, 5, 7] @ [7, 3], b broadcast over the batch and read transposed (cuBLAS against BLIS).
     const std::vector<char> a = complex_sample(z, 70, 21, -10, 10);
     const std::vector<char> bm = complex_sample(z, 21, 22, -10, 10);

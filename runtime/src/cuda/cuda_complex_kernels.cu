@@ -138,8 +138,9 @@ bool binary_defined(BinaryOp op) {
   }
 }
 
-// Reductions, one thread per output (reduce_kernel), in the CPU's order: sums pairwise, products
-// and lexicographic max/min one element after the other.
+// Reductions in the CPU's order: sums pairwise (rows of kParallelRowMin elements and more a block
+// each, launch_pairwise_sum), products and lexicographic max/min one element after the other, one
+// thread per output (reduce_kernel).
 template <class Z>
 struct SumFold {
   Z* y;
@@ -261,6 +262,9 @@ void complex_reduce(cudaStream_t stream, ReduceOp op, const ConstView& x, int nu
     auto* const out = static_cast<Z*>(y.data);
     switch (op) {
       case ReduceOp::kSum:
+        if (inner.count >= kParallelRowMin) {
+          return launch_pairwise_sum<Z>(stream, outer, inner, x.data, y.data);
+        }
         return launch_reduce<Z>(stream, outer, inner, x.data, SumFold<Z>{out});
       case ReduceOp::kProd:
       case ReduceOp::kMax:

@@ -270,9 +270,6 @@ struct ArgFold {
   }
 };
 
-// Rows shorter than this take one thread each (reduce_kernel); longer ones a block.
-constexpr int64_t kParallelRowMin = 4096;
-
 // Long rows of the folds whose result does not depend on the grouping, many threads per row:
 // integer sums and products wrap (exact in any order), max/min/any/all of integers and bools, and
 // float max/min and argmax/argmin, which keep the first element of a tie (-0 before +0, the first
@@ -366,63 +363,6 @@ void launch_parallel_reduce(cudaStream_t stream, const Geometry<1>& outer, const
   reduce_rows_parallel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       outer, inner, static_cast<const StorageOf<T>*>(x), fold);
   check(cudaGetLastError(), "launching the parallel reduce kernel");
-}
-
-// Float sums of long rows, many threads per row, in exactly the CPU's order (PairwiseSum in
-// backend/element_ops.h): blocks of kPairwiseBlock elements are summed from +0 in order; block
-// sums combine as a bottom-up binary tree over aligned power-of-two groups (node (L, j) covers
-// blocks [j 2^L, (j+1) 2^L), left + right); the remainder's sum then takes the complete groups,
-// lowest level first: sum = node + sum. One CUDA block per row; node (L, j) lives at s[j << L].
-constexpr int64_t kPairwiseBlock = 16;
-
-template <class T>
-__global__ void pairwise_sum_rows(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
-                                  StorageOf<T>* y, ComputeOf<T>* scratch) {
-  using C = ComputeOf<T>;
-  const int64_t n = inner.count, m = n / kPairwiseBlock;
-  C* const s = scratch + blockIdx.x * m;
-  auto element = [&](int64_t base, int64_t e) {
-    int64_t offset[1];
-    offsets_of(inner, e, offset);
-    return load<T>(x + base + offset[0]);
-  };
-  for (int64_t row = blockIdx.x; row < outer.count; row += gridDim.x) {
-    int64_t base[1];
-    offsets_of(outer, row, base);
-    for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-      C acc = 0;
-      for (int64_t e = 0; e < kPairwiseBlock; ++e) acc += element(base[0], j * kPairwiseBlock + e);
-      s[j] = acc;
-    }
-    __syncthreads();
-    for (int level = 1; (m >> level) > 0; ++level) {
-      for (int64_t j = threadIdx.x; j < (m >> level); j += blockDim.x) {
-        s[j << level] = s[j << level] + s[(j << level) + (int64_t{1} << (level - 1))];
-      }
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      C sum = 0;
-      for (int64_t e = m * kPairwiseBlock; e < n; ++e) sum += element(base[0], e);
-      for (int level = 0; (m >> level) > 0; ++level) {
-        if ((m >> level) & 1) sum = s[((m >> level) - 1) << level] + sum;
-      }
-      store<T>(y + row, sum);
-    }
-    __syncthreads();  // s is reused by the next row
-  }
-}
-
-template <class T>
-void launch_pairwise_sum(cudaStream_t stream, const Geometry<1>& outer, const Geometry<1>& inner,
-                         const void* x, void* y) {
-  if (outer.count == 0) return;
-  const int64_t blocks = std::min<int64_t>(outer.count, 1024);
-  StreamScratch scratch(stream, sizeof(ComputeOf<T>) * blocks * (inner.count / kPairwiseBlock));
-  pairwise_sum_rows<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      outer, inner, static_cast<const StorageOf<T>*>(x), static_cast<StorageOf<T>*>(y),
-      scratch.as<ComputeOf<T>>());
-  check(cudaGetLastError(), "launching the pairwise sum kernel");
 }
 
 // ---------------------------------------------------------------------------------------------
