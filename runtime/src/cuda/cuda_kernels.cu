@@ -6,11 +6,13 @@
 // the same scalar rule as on the CPU (backend/element_ops.h). A reduction gives each output
 // element one thread that folds its range in the CPU's order (pairwise sums included), or, for
 // rows of 4096 elements and more, a block whose threads combine in a way that keeps the CPU's
-// bits (the pairwise order for float sums, exact merges for the rest), so reductions match the
-// CPU backend bit for bit. Float matmul packs its operands densely in the compute type
-// and calls cuBLAS's strided-batched gemm; integer and bool matmul is an exact loop.
+// bits (the pairwise order for float sums, exact merges through CUB's block reduction for the
+// rest), so reductions match the CPU backend bit for bit. Float matmul packs its operands densely
+// in the compute type and calls cuBLAS's strided-batched gemm; integer and bool matmul is an
+// exact loop.
 #include <algorithm>
 #include <array>
+#include <cub/block/block_reduce.cuh>
 #include <cuda/std/complex>
 #include <limits>
 #include <optional>
@@ -274,9 +276,10 @@ struct ArgFold {
 // integer sums and products wrap (exact in any order), max/min/any/all of integers and bools, and
 // float max/min and argmax/argmin, which keep the first element of a tie (-0 before +0, the first
 // NaN) through the element index they carry. Thread t folds elements t, t + blockDim, ... of its
-// row (reads coalesce), then the block merges the threads' states pairwise; the result equals
-// the CPU's one-by-one fold bit for bit. (Float sums keep the CPU's pairwise order below; float
-// products, whose rounding depends on the order, fold one thread per row.)
+// row (reads coalesce), then the block merges the threads' states (cub::BlockReduce); the result
+// equals the CPU's one-by-one fold bit for bit. (Float sums keep the CPU's pairwise order:
+// launch_pairwise_sum; float products, whose rounding depends on the order, fold one thread per
+// row.)
 
 // Carries a fold of plain values (any grouping gives the same bits).
 template <class T>
@@ -330,28 +333,35 @@ struct OrderedFold {
   }
 };
 
+// A fold's merge as the binary operator CUB's block reduction takes.
+template <class Fold>
+struct MergeOf {
+  Fold fold;
+  __device__ typename Fold::State operator()(typename Fold::State a,
+                                             const typename Fold::State& b) const {
+    fold.merge(a, b);
+    return a;
+  }
+};
+
 template <class T, class Fold>
 __global__ void reduce_rows_parallel(Geometry<1> outer, Geometry<1> inner, const StorageOf<T>* x,
                                      Fold fold) {
-  using State = typename Fold::State;
-  __shared__ State states[kThreads];  // trivial types: no initializer runs
+  using BlockReduce = cub::BlockReduce<typename Fold::State, kThreads>;
+  __shared__ typename BlockReduce::TempStorage merging;
   for (int64_t row = blockIdx.x; row < outer.count; row += gridDim.x) {
     int64_t base[1];
     offsets_of(outer, row, base);
-    State s = fold.init();
+    typename Fold::State s = fold.init();
     for (int64_t e = threadIdx.x; e < inner.count; e += blockDim.x) {
       int64_t offset[1];
       offsets_of(inner, e, offset);
       fold.step(s, load<T>(x + base[0] + offset[0]), e);
     }
-    states[threadIdx.x] = s;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-      if (threadIdx.x < half) fold.merge(states[threadIdx.x], states[threadIdx.x + half]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) fold.finish(row, states[0]);
-    __syncthreads();  // states is reused by the next row
+    // The merges are exact whatever their grouping, so CUB's is as good as any.
+    const typename Fold::State total = BlockReduce(merging).Reduce(s, MergeOf<Fold>{fold});
+    if (threadIdx.x == 0) fold.finish(row, total);
+    __syncthreads();  // `merging` is reused by the next row
   }
 }
 
