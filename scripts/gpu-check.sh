@@ -4,8 +4,8 @@
 # with SPMD_CUDA=ON in build-gpu/ (no rewriter: it needs no GPU), then
 #   1. the CUDA kernels against the CPU kernels (tests/cuda), through CTest (a process a test);
 #   2. every collective on 8 logical CUDA devices of one GPU (tests/runtime's Collectives suite,
-#      its cuda instance) and the backend conformance suite: shard_map, both pmap paths, the fault
-#      tests (tests/backends, cuda instance);
+#      its cuda instance), the backend conformance suite: shard_map, both pmap paths, the fault
+#      tests (tests/backends, cuda instance), and the fault matrix (tests/runtime, cuda cells);
 #   3. every example program on the cuda platform with 8 logical devices, whose output must equal
 #      its output on the CPU (scripts/compare_device_output.py: device names and column widths
 #      aside, and float results that cuBLAS or CUDA's libm round differently within 1e-5);
@@ -111,7 +111,7 @@ tests=(ctest --test-dir "$build" --no-tests=error --output-on-failure --timeout 
 step kernels 300 "${tests[@]}" -R '^CudaKernelsTest[.]'
 export SPMD_CUDA_DEVICES_PER_GPU=8
 step collectives 300 "${tests[@]}" -R '^Backends/Collectives[.].*/cuda( |$)'
-step conformance 300 "${tests[@]}" -R '/cuda( |$)' -E '^Backends/Collectives[.]'
+step conformance 300 "${tests[@]}" -R '/cuda([ _]|$)' -E '^Backends/Collectives[.]'
 # Each example on 8 CPU devices and on 8 logical CUDA devices: both must exit 0 within 60 s and
 # print the same (compare_device_output.py).
 run_example() {  # <platform> <program> <output file>
