@@ -149,10 +149,10 @@ constexpr int64_t kParallelRowMin = 4096;
 
 // Float (and complex) sums of long rows, many threads per row, in exactly the CPU's order
 // (PairwiseSum in backend/element_ops.h): blocks of kPairwiseBlock elements are summed from +0 in
-// order; block sums combine as a bottom-up binary tree over aligned power-of-two groups (node (L,
-// j) covers blocks [j 2^L, (j+1) 2^L), left + right); the remainder's sum then takes the complete
-// groups, lowest level first: sum = node + sum. One CUDA block per row; node (L, j) lives at s[j <<
-// L].
+// order; block sums combine as a bottom-up binary tree over aligned power-of-two groups
+// (node (L, j) covers blocks [j 2^L, (j+1) 2^L), left + right); the remainder's sum then takes
+// the complete groups, lowest level first: sum = node + sum. One CUDA block per row; node (L, j)
+// lives at s[j << L].
 constexpr int64_t kPairwiseBlock = 16;
 
 template <class T>
